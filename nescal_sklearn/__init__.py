@@ -1,3 +1,80 @@
-"""nescal_sklearn: calibrated tabular neural classifiers for scikit-learn."""
+"""nescal_sklearn: calibrated tabular neural classifiers for scikit-learn.
+
+Public names are importable from the top level; each is loaded on first use
+(PEP 562), so ``import nescal_sklearn`` is fast and ``nescal_sklearn.metrics`` works
+without importing torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0.dev0"
+
+_EXPORTS: dict[str, str] = {
+    # estimator
+    "NeSCalClassifier": "estimator",
+    "TabularMLP": "estimator",
+    "make_tabular_pipeline": "estimator",
+    # losses
+    "NeSCalLoss": "losses",
+    "CrossEntropyLoss": "losses",
+    "TrainingLoss": "losses",
+    "get_loss": "losses",
+    # graph and penalties
+    "build_knn_graph": "graph",
+    "NeighbourhoodSmoothing": "penalties",
+    "js_divergence": "penalties",
+    # calibration
+    "CalibratedTemperature": "calibration",
+    # metrics, scorers, plotting
+    "expected_calibration_error": "metrics",
+    "classwise_calibration_error": "metrics",
+    "maximum_calibration_error": "metrics",
+    "reliability_curve": "metrics",
+    "neg_expected_calibration_error": "scorers",
+    "neg_classwise_calibration_error": "scorers",
+    "neg_maximum_calibration_error": "scorers",
+    "ReliabilityDisplay": "plotting",
+    # exceptions
+    "NeSCalError": "exceptions",
+    "NotFittedError": "exceptions",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    try:
+        module = _EXPORTS[name]
+    except KeyError:
+        raise AttributeError(f"module 'nescal_sklearn' has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(list(globals()) + __all__)
+
+
+if TYPE_CHECKING:  # pragma: no cover - for static analysers only
+    from .calibration import CalibratedTemperature  # noqa: F401
+    from .estimator import NeSCalClassifier, TabularMLP, make_tabular_pipeline  # noqa: F401
+    from .exceptions import NeSCalError, NotFittedError  # noqa: F401
+    from .graph import build_knn_graph  # noqa: F401
+    from .losses import CrossEntropyLoss, NeSCalLoss, TrainingLoss, get_loss  # noqa: F401
+    from .metrics import (  # noqa: F401
+        classwise_calibration_error,
+        expected_calibration_error,
+        maximum_calibration_error,
+        reliability_curve,
+    )
+    from .penalties import NeighbourhoodSmoothing, js_divergence  # noqa: F401
+    from .plotting import ReliabilityDisplay  # noqa: F401
+    from .scorers import (  # noqa: F401
+        neg_classwise_calibration_error,
+        neg_expected_calibration_error,
+        neg_maximum_calibration_error,
+    )

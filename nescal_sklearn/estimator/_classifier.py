@@ -1,0 +1,478 @@
+"""``NeSCalClassifier``: a scikit-learn classifier trained with NeSCal (or a baseline loss)."""
+
+from __future__ import annotations
+
+import numbers
+
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from scipy.special import softmax
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import LabelEncoder
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+from skorch.callbacks import PassthroughScoring, PrintLog, ProgressBar
+from skorch.helper import predefined_split
+from torch import nn
+
+from ..losses import TrainingLoss, get_loss
+from ._callbacks import EarlyStoppingAfterWarmup, NeighbourGraph
+from ._module import build_module
+from ._net import NeSCalNet
+
+__all__ = ["NeSCalClassifier"]
+
+
+class NeSCalClassifier(ClassifierMixin, BaseEstimator):
+    """Neural classifier for tabular data, trained with NeSCal (neighbourhood smoothing).
+
+    The default objective is NeSCal: cross-entropy for a warm-up, then a k-nearest-
+    neighbour graph built once on the network's own embeddings of the training rows,
+    then cross-entropy plus a Jensen–Shannon penalty pulling each row's prediction
+    toward its neighbours' cached predictions. ``loss="ce"`` trains the very same
+    network with plain cross-entropy. Nothing of the graph is kept: the fitted model
+    predicts exactly like a cross-entropy model of the same architecture.
+
+    Design: the class *composes* a skorch ``NeuralNet`` (built in ``fit``, dropped
+    after it) instead of subclassing skorch's classifier. That keeps the scikit-learn
+    contract exact — ``__init__`` stores only this class's parameters, ``clone`` and
+    ``GridSearchCV`` see a flat, documented parameter list, fitted state ends in
+    ``_`` — while skorch supplies the training loop, callbacks and ``history``.
+
+    Parameters
+    ----------
+    loss : str or TrainingLoss, default="nescal"
+        The training objective: a registered name (``"nescal"``, ``"ce"``, and the
+        baselines in :data:`nescal_sklearn.losses.LOSSES`) or a loss object. Its
+        hyperparameters are nested parameters, e.g. ``loss__n_neighbors``.
+    module : None, torch.nn.Module subclass or instance, default=None
+        The network. ``None`` builds :class:`TabularMLP` from ``hidden_sizes``,
+        ``dropout`` and ``activation``. A class is instantiated with
+        ``module_kwargs`` plus ``n_features``/``n_classes`` when its ``__init__``
+        takes them. An instance is deep-copied at each ``fit`` (its initial weights
+        are the starting point). The module maps a float32 batch (n, n_features) to
+        logits (n, n_classes).
+    module_kwargs : dict or None, default=None
+        Keyword arguments of the module class (or extra ones of ``TabularMLP``).
+    hidden_sizes : tuple of int, default=(256, 256)
+        Hidden widths of the default MLP.
+    dropout : float, default=0.1
+        Dropout of the default MLP.
+    activation : {"relu", "gelu", "silu", "tanh"}, default="relu"
+        Hidden activation of the default MLP.
+    embedding_layer : str or None, default=None
+        Name (as in ``module.named_modules()``) of the layer whose *input* is the
+        embedding used for the neighbour graph. None: the last ``nn.Linear``.
+    max_epochs : int, default=100
+        Training budget in epochs.
+    batch_size : int, default=256
+        Mini-batch size.
+    lr : float, default=1e-3
+        AdamW learning rate.
+    weight_decay : float, default=1e-4
+        AdamW weight decay.
+    early_stopping : bool, default=True
+        Hold out ``validation_fraction`` of the rows (stratified), stop when their
+        NLL has not improved for ``patience`` epochs and restore the best epoch.
+        Patience counts from the end of NeSCal's warm-up. Held-out rows never enter
+        the neighbour graph.
+    validation_fraction : float, default=0.2
+        Fraction held out for early stopping.
+    patience : int, default=10
+        Early-stopping patience in epochs.
+    mixup : float, default=0.0
+        When > 0, mixup with Beta(mixup, mixup) coefficients: inputs and targets of
+        each batch are mixed with a random permutation of it (the loss is the
+        convex combination of the losses on both targets).
+    device : str, default="cpu"
+        Torch device for training ("cpu", "cuda", "cuda:1", ...). Prediction uses it
+        when available and falls back to the CPU otherwise (e.g. a model trained on a
+        GPU and unpickled on a CPU-only machine).
+    random_state : int, RandomState instance or None, default=None
+        Seeds the split, weight initialisation, shuffling, dropout, the graph and
+        mixup. With an int, fits on the CPU are identical.
+    verbose : int, default=0
+        0: silent; 1: skorch's per-epoch table; 2: also a progress bar per epoch.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        Class labels.
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+    feature_names_in_ : ndarray of str
+        Column names, when ``X`` was a DataFrame with string column names.
+    module_ : torch.nn.Module
+        The trained network (in eval mode, on the CPU).
+    loss_ : TrainingLoss
+        The objective used (a copy of ``loss``, without graph or cache).
+    history_ : skorch.history.History
+        Per-epoch log: ``train_loss``, ``valid_loss`` (validation NLL),
+        ``train_penalty``, ``penalty_weight``, ``graph_seconds`` (at the graph epoch),
+        ``dur``.
+    n_epochs_ : int
+        Epochs run.
+    best_epoch_ : int or None
+        1-based epoch restored by early stopping (None without early stopping).
+    graph_epoch_ : int or None
+        1-based epoch at whose start the neighbour graph was built (None if never).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from nescal_sklearn import NeSCalClassifier
+    >>> X, y = load_iris(return_X_y=True)
+    >>> clf = make_pipeline(
+    ...     StandardScaler(), NeSCalClassifier(hidden_sizes=(32,), max_epochs=20, random_state=0)
+    ... ).fit(X, y)
+    >>> clf.predict_proba(X[:2]).shape
+    (2, 3)
+
+    """
+
+    _parameter_constraints: dict = {
+        "loss": [TrainingLoss, str],
+        "module": [None, type, nn.Module],
+        "module_kwargs": [None, dict],
+        "hidden_sizes": ["array-like"],
+        "dropout": [Interval(numbers.Real, 0.0, 1.0, closed="left")],
+        "activation": [StrOptions({"relu", "gelu", "silu", "tanh"})],
+        "embedding_layer": [None, str],
+        "max_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
+        "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "lr": [Interval(numbers.Real, 0.0, None, closed="neither")],
+        "weight_decay": [Interval(numbers.Real, 0.0, None, closed="left")],
+        "early_stopping": ["boolean"],
+        "validation_fraction": [Interval(numbers.Real, 0.0, 1.0, closed="neither")],
+        "patience": [Interval(numbers.Integral, 1, None, closed="left")],
+        "mixup": [Interval(numbers.Real, 0.0, None, closed="left")],
+        "device": [str, torch.device],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(
+        self,
+        loss: str | TrainingLoss = "nescal",
+        *,
+        module: type[nn.Module] | nn.Module | None = None,
+        module_kwargs: dict | None = None,
+        hidden_sizes: Sequence[int] = (256, 256),
+        dropout: float = 0.1,
+        activation: str = "relu",
+        embedding_layer: str | None = None,
+        max_epochs: int = 100,
+        batch_size: int = 256,
+        lr: float = 1e-3,
+        weight_decay: float = 1e-4,
+        early_stopping: bool = True,
+        validation_fraction: float = 0.2,
+        patience: int = 10,
+        mixup: float = 0.0,
+        device: str = "cpu",
+        random_state: int | np.random.RandomState | None = None,
+        verbose: int = 0,
+    ) -> None:
+        self.loss = loss
+        self.module = module
+        self.module_kwargs = module_kwargs
+        self.hidden_sizes = hidden_sizes
+        self.dropout = dropout
+        self.activation = activation
+        self.embedding_layer = embedding_layer
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.patience = patience
+        self.mixup = mixup
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, X, y, *, X_val=None, y_val=None) -> NeSCalClassifier:
+        """Train the network on ``X`` (n_samples, n_features) and labels ``y``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Numeric features (use :func:`make_tabular_pipeline` for mixed types).
+        y : array-like of shape (n_samples,)
+            Class labels of any type.
+        X_val, y_val : array-like or None, default=None
+            Validation rows for early stopping, used instead of holding out
+            ``validation_fraction`` of ``X`` (as in scikit-learn's
+            ``HistGradientBoostingClassifier.fit``). Ignored without early stopping.
+
+        Returns
+        -------
+        self : NeSCalClassifier
+        """
+        self._validate_params()
+        loss = self._validated_loss()
+        X, y = validate_data(self, X, y, dtype=np.float32, ensure_min_samples=2)
+        check_classification_targets(y)
+        encoder = LabelEncoder().fit(y)
+        self.classes_ = encoder.classes_
+        if len(self.classes_) < 2:
+            raise ValueError(
+                "NeSCalClassifier needs samples of at least 2 classes in y; got 1 class: "
+                f"{self.classes_[0]!r}."
+            )
+        y_enc = encoder.transform(y).astype(np.int64)
+        device = self._training_device()
+        rng = check_random_state(self.random_state)
+        seed = int(rng.randint(np.iinfo(np.int32).max))
+
+        if (X_val is None) != (y_val is None):
+            raise ValueError("X_val and y_val must be passed together; got only one of them.")
+        if X_val is not None and self.early_stopping:
+            X_valid = validate_data(self, X_val, dtype=np.float32, reset=False)
+            y_val = column_or_1d(y_val)
+            unknown = np.setdiff1d(y_val, self.classes_)
+            if len(unknown):
+                raise ValueError(
+                    f"y_val contains labels not seen in y: {unknown.tolist()!r}; classes are "
+                    f"{self.classes_.tolist()!r}."
+                )
+            X_train, y_train, y_valid = X, y_enc, encoder.transform(y_val).astype(np.int64)
+        else:
+            X_train, X_valid, y_train, y_valid = self._split(X, y_enc, rng)
+        if loss.uses_neighbours and len(X_train) < loss.n_neighbors + 1:
+            raise ValueError(
+                f"loss__n_neighbors={loss.n_neighbors} needs at least {loss.n_neighbors + 1} "
+                f"training rows; got {len(X_train)}"
+                + (
+                    f" after holding out validation_fraction={self.validation_fraction}."
+                    if X_valid is not None
+                    else "."
+                )
+            )
+
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            module = build_module(
+                self.module,
+                self.module_kwargs,
+                n_features=X.shape[1],
+                n_classes=len(self.classes_),
+                mlp_kwargs=self._mlp_kwargs(),
+            )
+            net = self._build_net(module, loss, X_train, X_valid, y_valid, device, seed)
+            train_X = {"X": X_train, "index": np.arange(len(X_train), dtype=np.int64)}
+            net.fit(train_X, y_train)
+
+        if loss.uses_neighbours:
+            loss.stop_smoothing()
+        self.loss_ = loss
+        self.module_ = net.module_.to("cpu").eval()
+        self.history_ = net.history
+        self.n_epochs_ = len(net.history)
+        stopper = dict(net.callbacks_).get("early_stopping")
+        best = None if stopper is None else stopper.best_epoch_
+        self.best_epoch_ = None if best is None else best + 1
+        graph_epochs = [row["epoch"] for row in net.history if "graph_seconds" in row]
+        self.graph_epoch_ = graph_epochs[0] if graph_epochs else None
+        return self
+
+    def _validated_loss(self) -> TrainingLoss:
+        loss = clone(get_loss(self.loss))
+        loss.validate()
+        return loss
+
+    def _mlp_kwargs(self) -> dict:
+        return {
+            "hidden_sizes": tuple(int(h) for h in self.hidden_sizes),
+            "dropout": self.dropout,
+            "activation": self.activation,
+        }
+
+    def _training_device(self) -> torch.device:
+        device = torch.device(self.device)
+        if device.type == "cuda" and not torch.cuda.is_available():
+            raise ValueError(f"device={self.device!r} was requested but CUDA is not available.")
+        return device
+
+    def _split(self, X, y, rng):
+        if not self.early_stopping:
+            return X, None, y, None
+        counts = np.bincount(y, minlength=len(self.classes_))
+        n_valid = int(np.ceil(self.validation_fraction * len(y)))
+        if counts.min() < 2:
+            raise ValueError(
+                f"early_stopping=True holds out validation_fraction={self.validation_fraction} "
+                "of the rows stratified by class, which needs at least 2 rows of every class; "
+                f"class {self.classes_[int(counts.argmin())]!r} has {int(counts.min())}. "
+                "Pass early_stopping=False, X_val and y_val, or more data."
+            )
+        if n_valid < len(self.classes_) or len(y) - n_valid < len(self.classes_):
+            raise ValueError(
+                f"early_stopping=True with validation_fraction={self.validation_fraction} "
+                f"splits the {len(y)} rows into {len(y) - n_valid} training and {n_valid} "
+                f"validation rows; each side needs at least one row of each of the "
+                f"{len(self.classes_)} classes. Pass early_stopping=False, X_val and y_val, "
+                "or a different validation_fraction."
+            )
+        X_train, X_valid, y_train, y_valid = train_test_split(
+            X, y, test_size=n_valid, stratify=y, random_state=rng
+        )
+        return X_train, X_valid, y_train, y_valid
+
+    def _build_net(self, module, loss, X_train, X_valid, y_valid, device, seed) -> NeSCalNet:
+        start_epoch = loss.warmup_epochs(self.max_epochs) if loss.uses_neighbours else 0
+        callbacks: list = [
+            ("train_penalty", PassthroughScoring(name="train_penalty", on_train=True)),
+            (
+                "neighbour_graph",
+                NeighbourGraph(
+                    loss,
+                    torch.as_tensor(X_train),
+                    self.max_epochs,
+                    self.embedding_layer,
+                    seed,
+                ),
+            ),
+        ]
+        train_split = None
+        if X_valid is not None:
+            valid = {"X": X_valid, "index": np.full(len(X_valid), -1, dtype=np.int64)}
+            from skorch.dataset import Dataset
+
+            train_split = predefined_split(Dataset(valid, y_valid))
+            callbacks.append(
+                (
+                    "early_stopping",
+                    EarlyStoppingAfterWarmup(self.patience, min(start_epoch, self.max_epochs - 1)),
+                )
+            )
+        if self.verbose >= 2:
+            callbacks.append(("progress_bar", ProgressBar()))
+        net = NeSCalNet(
+            module=module,
+            criterion=nn.CrossEntropyLoss,
+            optimizer=torch.optim.AdamW,
+            lr=self.lr,
+            optimizer__weight_decay=self.weight_decay,
+            max_epochs=self.max_epochs,
+            batch_size=self.batch_size,
+            iterator_train__shuffle=True,
+            train_split=train_split,
+            callbacks=callbacks,
+            device=device,
+            verbose=int(self.verbose >= 1),
+            training_loss=loss,
+            mixup=self.mixup,
+        )
+        if not self.verbose:
+            net.set_params(callbacks__print_log=None)
+        net.seed_mixup(seed)
+        return net
+
+    def set_params(self, **params) -> NeSCalClassifier:
+        """Set parameters; ``loss__<name>`` reaches into the loss object.
+
+        When ``loss`` is a registered name, a nested parameter first replaces it with
+        a loss object of that name (default parameters), then sets the nested value,
+        so ``NeSCalClassifier().set_params(loss__n_neighbors=5)`` and grids such as
+        ``{"loss__weight": [0.5, 1.0]}`` work with the default ``loss="nescal"``.
+        """
+        nested = {k[len("loss__") :]: v for k, v in params.items() if k.startswith("loss__")}
+        super().set_params(**{k: v for k, v in params.items() if not k.startswith("loss__")})
+        if nested:
+            if isinstance(self.loss, str):
+                self.loss = get_loss(self.loss)
+            self.loss.set_params(**nested)
+        return self
+
+    # --------------------------------------------------------------- prediction
+    def _inference_device(self) -> torch.device:
+        device = torch.device(self.device)
+        if device.type == "cuda" and not torch.cuda.is_available():
+            return torch.device("cpu")
+        return device
+
+    def _logits(self, X) -> np.ndarray:
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float32, reset=False)
+        if not X.flags.writeable:
+            X = X.copy()
+        device = self._inference_device()
+        module = self.module_.to(device)
+        outputs = []
+        with torch.no_grad():
+            for chunk in torch.split(torch.as_tensor(X), 8192):
+                outputs.append(module(chunk.to(device)).float().cpu())
+        self.module_ = module.to("cpu")
+        return torch.cat(outputs).numpy().astype(np.float64)
+
+    def decision_function(self, X) -> np.ndarray:
+        """Return the network's logits.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes), or (n_samples,) for two classes
+            The logits; with two classes, scikit-learn's convention: the logit of
+            ``classes_[1]`` minus that of ``classes_[0]`` (positive means ``classes_[1]``).
+        """
+        logits = self._logits(X)
+        if logits.shape[1] == 2:
+            return logits[:, 1] - logits[:, 0]
+        return logits
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Return class probabilities, shape (n_samples, n_classes), columns as ``classes_``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+        """
+        return softmax(self._logits(X), axis=1)
+
+    def predict(self, X) -> np.ndarray:
+        """Return the most probable class of each row.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        logits = self._logits(X)
+        return self.classes_[np.argmax(logits, axis=1)]
+
+    # -------------------------------------------------------------- persistence
+    def __getstate__(self):
+        state = super().__getstate__()
+        if "module_" in state:
+            # Store the network on the CPU so a GPU-trained model unpickles anywhere.
+            state = dict(state)
+            state["module_"] = state["module_"].to("cpu")
+        return state
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = False
+        return tags
+
+

@@ -1,0 +1,37 @@
+"""scikit-learn scorers for calibration: negated ECE, classwise ECE and MCE.
+
+Each is built with ``sklearn.metrics.make_scorer(..., greater_is_better=False,
+response_method="predict_proba")`` and passes the fitted estimator's ``classes_``
+as ``labels``, so a cross-validation fold that lacks a class is still scored. Use
+the objects directly as ``scoring=``, or their names through :func:`get_scorer`.
+
+Examples
+--------
+>>> from sklearn.datasets import load_iris
+>>> from sklearn.linear_model import LogisticRegression
+>>> from sklearn.model_selection import GridSearchCV
+>>> from nescal_sklearn.scorers import neg_expected_calibration_error
+>>> X, y = load_iris(return_X_y=True)
+>>> search = GridSearchCV(
+...     LogisticRegression(max_iter=1000), {"C": [0.1, 1.0]},
+...     scoring=neg_expected_calibration_error, cv=3,
+... ).fit(X, y)
+>>> bool(search.best_score_ <= 0)
+True
+"""
+
+from ._scorers import (
+    get_scorer,
+    get_scorer_names,
+    neg_classwise_calibration_error,
+    neg_expected_calibration_error,
+    neg_maximum_calibration_error,
+)
+
+__all__ = [
+    "get_scorer",
+    "get_scorer_names",
+    "neg_classwise_calibration_error",
+    "neg_expected_calibration_error",
+    "neg_maximum_calibration_error",
+]

@@ -1,0 +1,360 @@
+"""Behaviour of NeSCalClassifier: training phases, the sklearn contract, errors."""
+
+from __future__ import annotations
+
+import pickle
+import re
+
+import joblib
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from sklearn.base import clone
+from sklearn.datasets import load_breast_cancer, load_iris, make_classification
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from torch import nn
+
+import nescal_sklearn.estimator._callbacks as callbacks_module
+from nescal_sklearn import NeSCalClassifier, make_tabular_pipeline
+from nescal_sklearn.losses import NeSCalLoss
+
+FAST = dict(hidden_sizes=(16,), max_epochs=6, batch_size=32, lr=1e-2)
+
+
+@pytest.fixture(scope="module")
+def iris():
+    X, y = load_iris(return_X_y=True)
+    return StandardScaler().fit_transform(X).astype(np.float32), y
+
+
+def test_fit_predict_contract(iris):
+    X, y = iris
+    clf = NeSCalClassifier(**FAST, random_state=0).fit(X, y)
+    proba = clf.predict_proba(X)
+    assert proba.shape == (150, 3)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-12)
+    np.testing.assert_array_equal(clf.predict(X), clf.classes_[proba.argmax(axis=1)])
+    logits = clf.decision_function(X)
+    np.testing.assert_allclose(
+        proba, np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True), rtol=1e-6
+    )
+    assert clf.n_features_in_ == 4
+    assert clf.score(X, y) > 0.6
+    assert not clf.module_.training
+
+
+def test_string_labels_and_pandas(iris):
+    X, y = iris
+    names = np.array(["setosa", "versicolor", "virginica"])[y]
+    frame = pd.DataFrame(X, columns=["a", "b", "c", "d"])
+    clf = NeSCalClassifier(**FAST, random_state=0).fit(frame, names)
+    assert list(clf.classes_) == ["setosa", "versicolor", "virginica"]
+    assert set(clf.predict(frame)) <= set(names)
+    np.testing.assert_array_equal(clf.feature_names_in_, ["a", "b", "c", "d"])
+
+
+def test_same_seed_gives_identical_fits(iris):
+    X, y = iris
+    a = NeSCalClassifier(**FAST, random_state=3).fit(X, y).predict_proba(X)
+    b = NeSCalClassifier(**FAST, random_state=3).fit(X, y).predict_proba(X)
+    np.testing.assert_array_equal(a, b)
+    c = NeSCalClassifier(**FAST, random_state=4).fit(X, y).predict_proba(X)
+    assert not np.array_equal(a, c)
+
+
+def test_zero_weight_reproduces_cross_entropy_exactly(iris):
+    """With weight 0 the penalty is computed but never enters the gradient."""
+    X, y = iris
+    kw = dict(FAST, early_stopping=False, random_state=0)
+    ce = NeSCalClassifier(loss="ce", **kw).fit(X, y)
+    zero = NeSCalClassifier(loss=NeSCalLoss(weight=0.0, warmup=2), **kw).fit(X, y)
+    assert zero.graph_epoch_ == 3
+    np.testing.assert_array_equal(ce.predict_proba(X), zero.predict_proba(X))
+    smoothed = NeSCalClassifier(loss=NeSCalLoss(weight=1.0, warmup=2), **kw).fit(X, y)
+    assert not np.array_equal(ce.predict_proba(X), smoothed.predict_proba(X))
+
+
+def test_history_records_graph_and_penalty(iris):
+    X, y = iris
+    clf = NeSCalClassifier(
+        loss=NeSCalLoss(warmup=3, n_neighbors=5), **dict(FAST, max_epochs=8), random_state=0
+    ).fit(X, y)
+    history = clf.history_
+    assert clf.graph_epoch_ == 4
+    assert [("graph_seconds" in row) for row in history] == [e == 4 for e in range(1, 9)][
+        : len(history)
+    ]
+    penalties = history[:, "train_penalty"]
+    weights = history[:, "penalty_weight"]
+    assert all(p == 0.0 for p in penalties[:3]) and all(w == 0.0 for w in weights[:3])
+    assert all(p > 0.0 for p in penalties[3:]) and all(w == 1.0 for w in weights[3:])
+    assert all(v > 0 for v in history[:, "valid_loss"])
+
+
+def test_cosine_schedule_decays_weight(iris):
+    X, y = iris
+    clf = NeSCalClassifier(
+        loss=NeSCalLoss(warmup=2, schedule="cosine", weight=2.0),
+        **dict(FAST, max_epochs=10, early_stopping=False),
+        random_state=0,
+    ).fit(X, y)
+    weights = clf.history_[:, "penalty_weight"]
+    assert weights[:2] == [0.0, 0.0] and weights[2] == pytest.approx(2.0)
+    assert all(a > b for a, b in zip(weights[2:], weights[3:], strict=False))
+
+
+def test_graph_uses_training_rows_only(iris, monkeypatch):
+    X, y = iris
+    seen = {}
+    original = callbacks_module.build_knn_graph
+
+    def spy(embeddings, n_neighbors, **kwargs):
+        seen["n_rows"] = len(embeddings)
+        return original(embeddings, n_neighbors, **kwargs)
+
+    monkeypatch.setattr(callbacks_module, "build_knn_graph", spy)
+    NeSCalClassifier(loss=NeSCalLoss(warmup=1), **FAST, validation_fraction=0.2).fit(X, y)
+    assert seen["n_rows"] == 150 - 30
+    seen.clear()
+    perm = np.random.default_rng(0).permutation(len(X))
+    train, val = perm[:100], perm[100:]
+    NeSCalClassifier(loss=NeSCalLoss(warmup=1), **FAST).fit(
+        X[train], y[train], X_val=X[val], y_val=y[val]
+    )
+    assert seen["n_rows"] == 100
+
+
+def test_random_graph_control_skips_knn(iris, monkeypatch):
+    X, y = iris
+
+    def fail(*args, **kwargs):
+        raise AssertionError("the random-graph control must not search neighbours")
+
+    monkeypatch.setattr(callbacks_module, "build_knn_graph", fail)
+    clf = NeSCalClassifier(loss=NeSCalLoss(warmup=1, graph="random"), **FAST, random_state=0)
+    clf.fit(X, y)
+    assert clf.graph_epoch_ == 2
+
+
+def test_early_stopping_counts_from_warmup_and_restores_best():
+    X, y = make_classification(400, 10, n_informative=4, flip_y=0.3, random_state=0)
+    clf = NeSCalClassifier(
+        loss=NeSCalLoss(warmup=15),
+        hidden_sizes=(128, 128),
+        dropout=0.0,
+        max_epochs=60,
+        patience=3,
+        batch_size=32,
+        random_state=0,
+    ).fit(X, y)
+    assert clf.n_epochs_ < 60
+    assert clf.n_epochs_ >= 15 + 3  # never stops before the penalty acted for `patience` epochs
+    valid = clf.history_[:, "valid_loss"]
+    assert clf.best_epoch_ >= 16
+    assert valid[clf.best_epoch_ - 1] == min(valid[15:])
+    # the restored model is the best epoch's: its validation NLL is the recorded one
+    assert clf.n_epochs_ == clf.best_epoch_ + 3
+
+
+def test_nested_loss_params_clone_and_grid_search(iris):
+    X, y = iris
+    clf = NeSCalClassifier(**FAST)
+    clf.set_params(loss__n_neighbors=4, loss__weight=0.5)
+    assert isinstance(clf.loss, NeSCalLoss) and clf.loss.n_neighbors == 4
+    assert clf.get_params()["loss__weight"] == 0.5
+    cloned = clone(clf)
+    assert cloned.loss is not clf.loss and cloned.loss.n_neighbors == 4
+    grid = GridSearchCV(
+        NeSCalClassifier(**dict(FAST, max_epochs=3)),
+        [{"loss": ["ce"]}, {"loss": [NeSCalLoss(warmup=1)], "loss__n_neighbors": [3, 5]}],
+        cv=2,
+        scoring="neg_log_loss",
+        error_score="raise",
+    ).fit(X, y)
+    assert len(grid.cv_results_["params"]) == 3
+
+
+def test_fit_does_not_mutate_loss_param(iris):
+    X, y = iris
+    loss = NeSCalLoss(warmup=1)
+    clf = NeSCalClassifier(loss=loss, **FAST).fit(X, y)
+    assert not loss.smoothing_active and not hasattr(loss, "current_weight_")
+    assert clf.loss is loss and clf.loss_ is not loss
+
+
+def test_fitted_model_keeps_no_graph_or_cache(iris):
+    X, y = iris
+    kw = dict(FAST, random_state=0)
+    nescal = NeSCalClassifier(**kw).fit(X, y)
+    ce = NeSCalClassifier(loss="ce", **kw).fit(X, y)
+    assert not nescal.loss_.smoothing_active
+    for value in vars(nescal).values():
+        assert not (isinstance(value, torch.Tensor) and value.shape[0] == len(X))
+    size_nescal = len(pickle.dumps(nescal.module_))
+    assert size_nescal == len(pickle.dumps(ce.module_))
+
+
+def test_pickle_and_joblib_round_trip(iris, tmp_path):
+    X, y = iris
+    clf = NeSCalClassifier(**FAST, random_state=0).fit(X, y)
+    expected = clf.predict_proba(X)
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(clf)).predict_proba(X), expected)
+    joblib.dump(clf, tmp_path / "model.joblib")
+    np.testing.assert_array_equal(joblib.load(tmp_path / "model.joblib").predict_proba(X), expected)
+
+
+def test_cuda_trained_model_loads_on_cpu(iris, monkeypatch):
+    """A model whose device says CUDA unpickles and predicts on a CPU-only machine."""
+    X, y = iris
+    clf = NeSCalClassifier(**FAST, random_state=0).fit(X, y)
+    expected = clf.predict_proba(X)
+    clf.device = "cuda"  # as if trained on a GPU: the module is stored on the CPU anyway
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    restored = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_array_equal(restored.predict_proba(X), expected)
+    with pytest.raises(ValueError, match=re.escape("device='cuda' was requested but CUDA is not available.")):
+        clone(clf).fit(X, y)
+
+
+class TwoLayer(nn.Module):
+    def __init__(self, n_features, n_classes, width=8):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(n_features, width), nn.ReLU())
+        self.head = nn.Linear(width, n_classes)
+
+    def forward(self, X):
+        return self.head(self.body(X))
+
+
+def test_custom_module_class_instance_and_embedding_layer(iris, monkeypatch):
+    X, y = iris
+    seen = {}
+    original = callbacks_module.build_knn_graph
+
+    def spy(embeddings, n_neighbors, **kwargs):
+        seen["dim"] = embeddings.shape[1]
+        return original(embeddings, n_neighbors, **kwargs)
+
+    monkeypatch.setattr(callbacks_module, "build_knn_graph", spy)
+    kw = dict(max_epochs=4, loss=NeSCalLoss(warmup=1), random_state=0)
+    NeSCalClassifier(module=TwoLayer, module_kwargs={"width": 6}, **kw).fit(X, y)
+    assert seen["dim"] == 6
+    NeSCalClassifier(module=TwoLayer, embedding_layer="body.0", **kw).fit(X, y)
+    assert seen["dim"] == 4  # input of the first layer: the features
+    instance = TwoLayer(4, 3, width=5)
+    before = {k: v.clone() for k, v in instance.state_dict().items()}
+    clf = NeSCalClassifier(module=instance, **kw).fit(X, y)
+    assert seen["dim"] == 5
+    assert all(torch.equal(before[k], v) for k, v in instance.state_dict().items())
+    assert clf.module_ is not instance
+
+
+def test_tabular_pipeline_on_mixed_dataframe():
+    rng = np.random.default_rng(0)
+    n = 200
+    frame = pd.DataFrame(
+        {
+            "x": rng.normal(size=n),
+            "z": np.where(rng.random(n) < 0.1, np.nan, rng.normal(size=n)),
+            "colour": pd.Categorical(rng.choice(["red", "green", None], size=n)),
+            "flag": rng.random(n) < 0.5,
+        }
+    )
+    y = np.where(frame["x"] + (frame["colour"] == "red") > 0.5, "yes", "no")
+    pipe = make_tabular_pipeline(NeSCalClassifier(**FAST, random_state=0)).fit(frame, y)
+    assert pipe.predict_proba(frame).shape == (n, 2)
+    assert pipe.score(frame, y) > 0.6
+
+
+def test_mixup_trains_and_changes_the_fit(iris):
+    X, y = iris
+    kw = dict(FAST, early_stopping=False, random_state=0)
+    plain = NeSCalClassifier(loss="ce", **kw).fit(X, y)
+    mixed = NeSCalClassifier(loss="ce", mixup=0.4, **kw).fit(X, y)
+    again = NeSCalClassifier(loss="ce", mixup=0.4, **kw).fit(X, y)
+    assert not np.array_equal(plain.predict_proba(X), mixed.predict_proba(X))
+    np.testing.assert_array_equal(mixed.predict_proba(X), again.predict_proba(X))
+    NeSCalClassifier(loss=NeSCalLoss(warmup=2), mixup=0.4, **kw).fit(X, y)
+
+
+@pytest.mark.parametrize(
+    ("make_input", "message"),
+    [
+        (lambda X, y: (np.where(np.arange(X.size).reshape(X.shape) == 5, np.nan, X), y), "Input X contains NaN."),
+        (lambda X, y: (np.where(np.arange(X.size).reshape(X.shape) == 5, np.inf, X), y), "Input X contains infinity"),
+        (
+            lambda X, y: (X, np.zeros(len(y))),
+            "NeSCalClassifier needs samples of at least 2 classes in y; got 1 class: np.float64(0.0).",
+        ),
+    ],
+)
+def test_bad_training_data(iris, make_input, message):
+    X, y = make_input(*iris)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        NeSCalClassifier(**FAST).fit(X, y)
+
+
+def test_too_few_rows_for_the_graph(iris):
+    X, y = iris
+    rows = np.r_[0:5, 50:55, 100:105]
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "loss__n_neighbors=12 needs at least 13 training rows; got 12 after holding out "
+            "validation_fraction=0.2."
+        ),
+    ):
+        NeSCalClassifier(**FAST).set_params(loss__n_neighbors=12).fit(X[rows], y[rows])
+    with pytest.raises(
+        ValueError,
+        match=re.escape("loss__n_neighbors=15 needs at least 16 training rows; got 15."),
+    ):
+        NeSCalClassifier(**FAST, early_stopping=False).set_params(loss__n_neighbors=15).fit(
+            X[rows], y[rows]
+        )
+
+
+def test_error_messages(iris):
+    X, y = iris
+    with pytest.raises(ValueError, match=re.escape("Unknown loss 'nope': expected a TrainingLoss object or one of")):
+        NeSCalClassifier(loss="nope").fit(X, y)
+    with pytest.raises(ValueError, match=re.escape("NeSCalLoss: weight must be >= 0.0; got -1.0.")):
+        NeSCalClassifier(**FAST).set_params(loss__weight=-1.0).fit(X, y)
+    clf = NeSCalClassifier(**FAST).fit(X, y)
+    with pytest.raises(ValueError, match=re.escape("X has 3 features, but NeSCalClassifier is expecting 4 features as input.")):
+        clf.predict(X[:, :3])
+    with pytest.raises(ValueError, match=re.escape("The 'max_epochs' parameter of NeSCalClassifier must be an int in the range [1, inf). Got 0 instead.")):
+        NeSCalClassifier(max_epochs=0).fit(X, y)
+    with pytest.raises(ValueError, match=re.escape("X_val and y_val must be passed together; got only one of them.")):
+        NeSCalClassifier(**FAST).fit(X, y, X_val=X)
+    with pytest.raises(ValueError, match=re.escape("y_val contains labels not seen in y: [7]")):
+        NeSCalClassifier(**FAST).fit(X, y, X_val=X[:2], y_val=[0, 7])
+
+
+def test_small_class_cannot_be_split():
+    X, y = load_breast_cancer(return_X_y=True)
+    y = y.copy()
+    y[:] = 0
+    y[:10] = 1
+    y[10] = 2
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "early_stopping=True holds out validation_fraction=0.2 of the rows stratified by "
+            "class, which needs at least 2 rows of every class; class np.int64(2) has 1. "
+            "Pass early_stopping=False, X_val and y_val, or more data."
+        ),
+    ):
+        NeSCalClassifier(**FAST).fit(X, y)
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "early_stopping=True with validation_fraction=0.05 splits the 20 rows into 19 "
+            "training and 1 validation rows; each side needs at least one row of each of the "
+            "2 classes."
+        ),
+    ):
+        NeSCalClassifier(**FAST, validation_fraction=0.05).fit(X[:20], np.r_[[0] * 10, [1] * 10])
