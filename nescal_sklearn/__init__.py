@@ -28,6 +28,11 @@ _EXPORTS: dict[str, str] = {
     "js_divergence": "penalties",
     # calibration
     "CalibratedTemperature": "calibration",
+    "CalibratedVectorScaling": "calibration",
+    "CalibratedMatrixScaling": "calibration",
+    "CalibratedIsotonic": "calibration",
+    "CalibratedHistogramBinning": "calibration",
+    "CalibratedEnsembleTemperature": "calibration",
     # metrics, scorers, plotting
     "expected_calibration_error": "metrics",
     "classwise_calibration_error": "metrics",
@@ -60,7 +65,14 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for static analysers only
-    from .calibration import CalibratedTemperature  # noqa: F401
+    from .calibration import (  # noqa: F401
+        CalibratedEnsembleTemperature,
+        CalibratedHistogramBinning,
+        CalibratedIsotonic,
+        CalibratedMatrixScaling,
+        CalibratedTemperature,
+        CalibratedVectorScaling,
+    )
     from .estimator import NeSCalClassifier, TabularMLP, make_tabular_pipeline  # noqa: F401
     from .exceptions import NeSCalError, NotFittedError  # noqa: F401
     from .graph import build_knn_graph  # noqa: F401

@@ -1,0 +1,16 @@
+"""Post-hoc calibrators as scikit-learn meta-estimators (temperature scaling and friends)."""
+
+from ._ensemble_temperature import CalibratedEnsembleTemperature
+from ._histogram import CalibratedHistogramBinning
+from ._isotonic import CalibratedIsotonic
+from ._temperature import CalibratedTemperature
+from ._vector_matrix import CalibratedMatrixScaling, CalibratedVectorScaling
+
+__all__ = [
+    "CalibratedTemperature",
+    "CalibratedVectorScaling",
+    "CalibratedMatrixScaling",
+    "CalibratedIsotonic",
+    "CalibratedHistogramBinning",
+    "CalibratedEnsembleTemperature",
+]

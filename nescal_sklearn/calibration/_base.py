@@ -1,0 +1,485 @@
+"""Shared machinery of the post-hoc calibrators: held-out, cross-fitted and frozen modes.
+
+Every calibrator is a scikit-learn meta-estimator built on :class:`PostHocCalibrator`.
+A subclass only says which *calibration map* it fits (:meth:`_make_calibrator`); the base
+class decides which data the wrapped estimator is fitted on and which data the map is
+fitted on:
+
+* default (``cv=None``): a stratified held-out split inside ``fit``;
+* ``cv`` given: cross-fitting, one (estimator, map) pair per fold, probabilities averaged;
+* estimator wrapped in :class:`sklearn.frozen.FrozenEstimator`: no refit, all of ``X, y``
+  fits the map.
+
+A calibration map turns the estimator's logits (``n_samples, n_classes``) into calibrated
+probabilities; maps whose output is itself a logit vector derive from :class:`_LogitMap`.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from numbers import Real
+
+import numpy as np
+from scipy.special import softmax
+from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, _fit_context, clone
+from sklearn.exceptions import NotFittedError as _SklearnNotFittedError
+from sklearn.frozen import FrozenEstimator
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import check_cv
+from sklearn.utils import _safe_indexing, check_random_state, get_tags, indexable
+from sklearn.utils._param_validation import HasMethods, Interval
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import (
+    _num_features,
+    check_array,
+    check_consistent_length,
+    check_is_fitted,
+    column_or_1d,
+    has_fit_parameter,
+    validate_data,
+)
+
+from ..exceptions import NotFittedError
+
+__all__ = ["PostHocCalibrator"]
+
+#: Probabilities are clipped to this floor before taking their logarithm.
+PROBA_FLOOR = 1e-12
+
+
+class _CalibrationMap:
+    """A fitted map from an estimator's logits to calibrated probabilities."""
+
+    def fit(self, logits: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None):
+        raise NotImplementedError
+
+    def predict_proba(self, logits: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+
+class _LogitMap(_CalibrationMap):
+    """A calibration map whose output is a logit vector: probabilities are its softmax."""
+
+    def transform(self, logits: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def predict_proba(self, logits: np.ndarray) -> np.ndarray:
+        return softmax(self.transform(logits), axis=1)
+
+
+def _scores_to_logits(scores, response_method: str, n_classes: int) -> np.ndarray | None:
+    """Bring a response to logits of shape (n, n_classes); ``None`` if the shape does not fit."""
+    scores = np.asarray(scores, dtype=np.float64)
+    if response_method == "predict_proba":
+        if scores.ndim == 2 and scores.shape[1] == n_classes:
+            return np.log(np.clip(scores, PROBA_FLOOR, 1.0))
+        return None
+    if n_classes == 2 and (scores.ndim == 1 or (scores.ndim == 2 and scores.shape[1] == 1)):
+        # scikit-learn's binary decision_function is the logit of classes_[1].
+        decision = scores.reshape(-1)
+        return np.column_stack([np.zeros_like(decision), decision])
+    if scores.ndim == 2 and scores.shape[1] == n_classes:
+        return scores
+    return None
+
+
+def _estimator_logits(
+    estimator, X, n_classes: int, response_method: str | None = None
+) -> tuple[np.ndarray, str]:
+    """Logits of ``estimator`` on ``X`` and the response method they came from.
+
+    ``decision_function`` is preferred when it has one column per class (or is the 1-D
+    binary score); otherwise the logarithm of the clipped ``predict_proba``.
+    """
+    if response_method is None:
+        candidates = [m for m in ("decision_function", "predict_proba") if hasattr(estimator, m)]
+    else:
+        candidates = [response_method]
+    for method in candidates:
+        logits = _scores_to_logits(getattr(estimator, method)(X), method, n_classes)
+        if logits is not None:
+            return logits, method
+    raise ValueError(
+        f"{type(estimator).__name__} gives neither a decision_function of shape (n_samples,) "
+        f"or (n_samples, {n_classes}) nor a predict_proba of shape (n_samples, {n_classes}) "
+        f"for its {n_classes} classes; tried {candidates}."
+    )
+
+
+class _CalibratedClassifier:
+    """A fitted estimator chained with the calibration map fitted on its logits.
+
+    Parameters
+    ----------
+    estimator : estimator instance
+        The fitted (or frozen) classifier.
+    calibrator : _CalibrationMap
+        The map fitted on the estimator's logits for held-out data.
+    response_method : {"decision_function", "predict_proba"}
+        Where the logits come from.
+    n_classes : int
+        Number of classes.
+    """
+
+    def __init__(
+        self, estimator, calibrator: _CalibrationMap, response_method: str, n_classes: int
+    ):
+        self.estimator = estimator
+        self.calibrator = calibrator
+        self.response_method = response_method
+        self.n_classes = n_classes
+
+    def logits(self, X) -> np.ndarray:
+        return _estimator_logits(self.estimator, X, self.n_classes, self.response_method)[0]
+
+    def predict_proba(self, X) -> np.ndarray:
+        return self.calibrator.predict_proba(self.logits(X))
+
+    def decision_function(self, X) -> np.ndarray:
+        return self.calibrator.transform(self.logits(X))
+
+    def __repr__(self) -> str:
+        return (
+            f"_CalibratedClassifier(estimator={self.estimator!r}, "
+            f"calibrator={type(self.calibrator).__name__}, "
+            f"response_method={self.response_method!r})"
+        )
+
+
+def _encode_labels(y: np.ndarray, classes: np.ndarray) -> np.ndarray:
+    """Indices of ``y`` in ``classes``; a ``ValueError`` names labels that are not there."""
+    uniques, inverse = np.unique(y, return_inverse=True)
+    lookup = {label: index for index, label in enumerate(classes.tolist())}
+    unknown = [label for label in uniques.tolist() if label not in lookup]
+    if unknown:
+        raise ValueError(
+            f"y contains label(s) {unknown!r} that the frozen estimator was not fitted on; "
+            f"its classes_ are {classes.tolist()!r}."
+        )
+    return np.array([lookup[label] for label in uniques.tolist()], dtype=np.intp)[inverse]
+
+
+def _validated_sample_weight(sample_weight, n_samples: int) -> np.ndarray | None:
+    if sample_weight is None:
+        return None
+    sample_weight = check_array(
+        sample_weight, ensure_2d=False, dtype=np.float64, input_name="sample_weight"
+    )
+    sample_weight = column_or_1d(sample_weight, input_name="sample_weight")
+    if sample_weight.shape != (n_samples,):
+        raise ValueError(
+            f"sample_weight has shape {sample_weight.shape}; expected ({n_samples},), "
+            "one weight per sample."
+        )
+    if np.any(sample_weight < 0):
+        raise ValueError("sample_weight has negative values; weights must be non-negative.")
+    return sample_weight
+
+
+class PostHocCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
+    """Base class of the post-hoc calibrators (not for direct use).
+
+    Subclasses implement :meth:`_make_calibrator`, returning an unfitted calibration map
+    built from their own hyperparameters, and may implement :meth:`_summarize` to expose
+    the fitted map parameters as attributes of the estimator.
+
+    Parameters
+    ----------
+    estimator : estimator instance, default=None
+        The classifier to calibrate; it needs ``fit`` and ``decision_function`` or
+        ``predict_proba``. ``None`` means ``LogisticRegression()``. Wrap an already
+        fitted classifier in :class:`sklearn.frozen.FrozenEstimator` to calibrate it
+        without refitting.
+    validation_fraction : float, default=0.2
+        Share of each class held out for calibration when ``cv=None`` (at least one
+        sample of every class goes to each side). Ignored with ``cv`` or a frozen
+        estimator.
+    cv : int, cross-validation generator or iterable, default=None
+        ``None`` fits on a held-out split; otherwise the folds of a cross-fitting, as
+        accepted by :func:`sklearn.model_selection.check_cv` (an int means
+        ``StratifiedKFold``). Must be ``None`` with a frozen estimator.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the held-out split. Ignored with ``cv`` or a frozen estimator.
+    """
+
+    _parameter_constraints: dict = {
+        "estimator": [
+            HasMethods(["fit", "predict_proba"]),
+            HasMethods(["fit", "decision_function"]),
+            None,
+        ],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "cv": ["cv_object"],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(self, estimator=None, *, validation_fraction=0.2, cv=None, random_state=None):
+        self.estimator = estimator
+        self.validation_fraction = validation_fraction
+        self.cv = cv
+        self.random_state = random_state
+
+    # -- hooks for subclasses ----------------------------------------------------------
+
+    def _make_calibrator(self) -> _CalibrationMap:
+        raise NotImplementedError
+
+    def _summarize(self) -> None:
+        """Set summary attributes from ``calibrated_classifiers_`` (default: none)."""
+
+    # -- fitting -----------------------------------------------------------------------
+
+    def _get_estimator(self):
+        return LogisticRegression() if self.estimator is None else self.estimator
+
+    @_fit_context(prefer_skip_nested_validation=False)
+    def fit(self, X, y, sample_weight=None):
+        """Fit the estimator (unless frozen) and the calibration map.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data, in whatever form the wrapped estimator accepts.
+        y : array-like of shape (n_samples,)
+            Target labels.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Sample weights, used by the calibration map and, when its ``fit`` accepts
+            them, by the estimator.
+
+        Returns
+        -------
+        self : object
+            The fitted calibrator.
+        """
+        X, y = validate_data(self, X, y, skip_check_array=True)
+        check_classification_targets(y)
+        y = column_or_1d(y, warn=True)
+        X, y = indexable(X, y)
+        check_consistent_length(X, y)
+        sample_weight = _validated_sample_weight(sample_weight, y.shape[0])
+
+        estimator = self._get_estimator()
+        if isinstance(estimator, FrozenEstimator):
+            pairs = self._fit_frozen(estimator, X, y, sample_weight)
+        else:
+            pairs = self._fit_refitted(estimator, X, y, sample_weight)
+        self.calibrated_classifiers_ = pairs
+        self.response_method_ = pairs[0].response_method
+        self._summarize()
+        return self
+
+    def _fit_frozen(self, estimator, X, y, sample_weight) -> list[_CalibratedClassifier]:
+        if self.cv is not None:
+            raise ValueError(
+                f"cv={self.cv!r} cannot be used with a FrozenEstimator: a frozen estimator "
+                "is never refitted, so all of X, y calibrate it. Pass cv=None."
+            )
+        try:
+            check_is_fitted(estimator)
+        except _SklearnNotFittedError:
+            raise NotFittedError(
+                f"The {type(estimator.estimator).__name__} inside the FrozenEstimator is not "
+                f"fitted; fit it before freezing it, or pass it unfrozen to let "
+                f"{type(self).__name__} fit it."
+            ) from None
+        self.classes_ = np.asarray(estimator.classes_)
+        y_encoded = _encode_labels(y, self.classes_)
+        return [self._calibrate(estimator, X, y_encoded, sample_weight, None)]
+
+    def _fit_refitted(self, estimator, X, y, sample_weight) -> list[_CalibratedClassifier]:
+        self.classes_, y_encoded = np.unique(y, return_inverse=True)
+        if self.classes_.size < 2:
+            raise ValueError(
+                f"{type(self).__name__} needs at least 2 classes in y to fit its estimator; "
+                f"got {self.classes_.size} class: {self.classes_.tolist()!r}."
+            )
+        if self.cv is None:
+            splits = [self._held_out_split(y_encoded)]
+        else:
+            splits = list(check_cv(self.cv, y_encoded, classifier=True).split(X, y_encoded))
+
+        supports_weight = has_fit_parameter(estimator, "sample_weight")
+        if sample_weight is not None and not supports_weight:
+            warnings.warn(
+                f"{type(estimator).__name__}.fit does not accept sample_weight; the weights "
+                "are used for the calibration only.",
+                UserWarning,
+                stacklevel=3,
+            )
+        pairs: list[_CalibratedClassifier] = []
+        response_method = None
+        for split, (train, test) in enumerate(splits):
+            fit_params = {}
+            if sample_weight is not None and supports_weight:
+                fit_params["sample_weight"] = sample_weight[train]
+            fitted = clone(estimator).fit(_safe_indexing(X, train), y[train], **fit_params)
+            self._check_fitted_classes(fitted, split)
+            pair = self._calibrate(
+                fitted,
+                _safe_indexing(X, test),
+                y_encoded[test],
+                None if sample_weight is None else sample_weight[test],
+                response_method,
+            )
+            response_method = pair.response_method
+            pairs.append(pair)
+        return pairs
+
+    def _held_out_split(self, y_encoded: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Stratified (fit, calibration) indices with every class on both sides."""
+        counts = np.bincount(y_encoded, minlength=self.classes_.size)
+        if np.any(counts < 2):
+            rare = int(np.flatnonzero(counts < 2)[0])
+            raise ValueError(
+                f"Class {self.classes_[rare].item()!r} has only {counts[rare]} sample in y; "
+                f"the held-out split (validation_fraction={self.validation_fraction}) needs "
+                "at least 2 samples of every class, one to fit the estimator and one to "
+                "calibrate it. Pass more data, cv=None with a FrozenEstimator and calibration "
+                "data of your own, or a cv splitter."
+            )
+        rng = check_random_state(self.random_state)
+        held_out = []
+        for label, count in enumerate(counts):
+            members = rng.permutation(np.flatnonzero(y_encoded == label))
+            n_held_out = math.floor(self.validation_fraction * count + 0.5)
+            held_out.append(members[: min(max(n_held_out, 1), count - 1)])
+        test = np.sort(np.concatenate(held_out))
+        train = np.setdiff1d(np.arange(y_encoded.size), test, assume_unique=True)
+        return train, test
+
+    def _check_fitted_classes(self, fitted, split: int) -> None:
+        learned = np.asarray(fitted.classes_)
+        if learned.shape != self.classes_.shape or np.any(learned != self.classes_):
+            raise ValueError(
+                f"The estimator fitted on the training part of split {split} learned the "
+                f"classes {learned.tolist()!r}, but y has the classes "
+                f"{self.classes_.tolist()!r}; every class must appear in every training part."
+            )
+
+    def _calibrate(self, fitted, X, y_encoded, sample_weight, response_method):
+        if sample_weight is not None and not sample_weight.sum() > 0:
+            raise ValueError(
+                "sample_weight sums to zero on the calibration part; at least one "
+                "calibration sample needs a positive weight."
+            )
+        logits, response_method = _estimator_logits(fitted, X, self.classes_.size, response_method)
+        calibrator = self._make_calibrator().fit(logits, y_encoded, sample_weight)
+        return _CalibratedClassifier(fitted, calibrator, response_method, self.classes_.size)
+
+    # -- prediction --------------------------------------------------------------------
+
+    def _check_fitted(self) -> None:
+        try:
+            check_is_fitted(self)
+        except _SklearnNotFittedError as exc:
+            raise NotFittedError(str(exc)) from None
+
+    def _validated_X(self, X):
+        self._check_fitted()
+        try:
+            _num_features(X)
+        except TypeError:
+            # No feature axis (1-D or text input): the wrapped estimator judges it.
+            return X
+        return validate_data(self, X, reset=False, skip_check_array=True)
+
+    def _mean_proba(self, X) -> np.ndarray:
+        probas = [pair.predict_proba(X) for pair in self.calibrated_classifiers_]
+        return np.mean(probas, axis=0) if len(probas) > 1 else probas[0]
+
+    def predict_proba(self, X):
+        """Calibrated class probabilities, averaged over the cross-fitted pairs.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Samples, in whatever form the wrapped estimator accepts.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+            Probabilities of the classes in ``classes_``; rows sum to 1.
+        """
+        return self._mean_proba(self._validated_X(X))
+
+    def predict(self, X):
+        """Class with the highest calibrated probability.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Samples, in whatever form the wrapped estimator accepts.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+            Predicted labels, taken from ``classes_``.
+        """
+        proba = self._mean_proba(self._validated_X(X))
+        return self.classes_[np.argmax(proba, axis=1)]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        inner = get_tags(self._get_estimator())
+        tags.input_tags.sparse = inner.input_tags.sparse
+        tags.input_tags.allow_nan = inner.input_tags.allow_nan
+        return tags
+
+
+class ArgmaxPreservingMixin:
+    """For maps that never change the top class: ``predict`` is the estimator's own.
+
+    With a single calibrated estimator (held-out or frozen mode) ``predict`` returns
+    exactly the wrapped estimator's ``predict``; with cross-fitting, the class with the
+    highest averaged calibrated probability.
+    """
+
+    def predict(self, X):
+        """Predicted labels: the wrapped estimator's own when only one is calibrated.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Samples, in whatever form the wrapped estimator accepts.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+            Predicted labels, taken from ``classes_``.
+        """
+        if len(getattr(self, "calibrated_classifiers_", ())) == 1:
+            X = self._validated_X(X)
+            return self.calibrated_classifiers_[0].estimator.predict(X)
+        return super().predict(X)
+
+
+class LogitOutputMixin:
+    """For maps whose output is a logit vector: adds ``decision_function``."""
+
+    def decision_function(self, X):
+        """Calibrated logits: ``softmax`` of them is ``predict_proba``.
+
+        With a single calibrated estimator these are the calibration map's output (for
+        temperature scaling, the estimator's logits divided by the temperature); with
+        cross-fitting, the logarithm of the averaged calibrated probabilities.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Samples, in whatever form the wrapped estimator accepts.
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples, n_classes) or (n_samples,)
+            Calibrated logits; for two classes, the logit of ``classes_[1]`` against
+            ``classes_[0]`` (positive means ``classes_[1]``), as scikit-learn does.
+        """
+        X = self._validated_X(X)
+        if len(self.calibrated_classifiers_) == 1:
+            scores = self.calibrated_classifiers_[0].decision_function(X)
+        else:
+            scores = np.log(np.clip(self._mean_proba(X), np.finfo(np.float64).tiny, None))
+        if self.classes_.size == 2:
+            return scores[:, 1] - scores[:, 0]
+        return scores

@@ -1,0 +1,94 @@
+"""Negative log-likelihood on logits and the L-BFGS driver shared by the calibrators.
+
+Everything here is plain numpy/scipy and works on label-encoded targets ``y`` (integers
+in ``[0, n_classes)``) and logits of shape ``(n_samples, n_classes)``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from functools import cache
+
+import numpy as np
+from scipy.optimize import minimize
+from sklearn.exceptions import ConvergenceWarning
+from threadpoolctl import ThreadpoolController
+
+__all__ = ["weighted_nll", "nll_and_logit_gradient", "minimize_from_identity"]
+
+
+def _normalised_weights(n_samples: int, sample_weight: np.ndarray | None) -> np.ndarray:
+    if sample_weight is None:
+        return np.full(n_samples, 1.0 / n_samples)
+    return sample_weight / sample_weight.sum()
+
+
+def _shifted_exp(logits: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``exp(logits - row max)``, its row sums and the row max: a stable logsumexp."""
+    row_max = logits.max(axis=1)
+    exp = np.exp(logits - row_max[:, None])
+    return exp, exp.sum(axis=1), row_max
+
+
+def weighted_nll(
+    logits: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None
+) -> float:
+    """Mean (weighted) negative log-likelihood of ``softmax(logits)``, computed with logsumexp."""
+    _, sums, row_max = _shifted_exp(logits)
+    true_logit = np.take_along_axis(logits, y[:, None], axis=1)[:, 0]
+    losses = np.log(sums) + row_max - true_logit
+    return float(_normalised_weights(logits.shape[0], sample_weight) @ losses)
+
+
+def nll_and_logit_gradient(
+    logits: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None
+) -> tuple[float, np.ndarray]:
+    """Return :func:`weighted_nll` and its gradient with respect to ``logits``."""
+    weights = _normalised_weights(logits.shape[0], sample_weight)
+    exp, sums, row_max = _shifted_exp(logits)
+    true_logit = np.take_along_axis(logits, y[:, None], axis=1)[:, 0]
+    loss = float(weights @ (np.log(sums) + row_max - true_logit))
+    grad = exp / sums[:, None]
+    grad[np.arange(y.size), y] -= 1.0
+    return loss, grad * weights[:, None]
+
+
+@cache
+def _threadpool_controller() -> ThreadpoolController:
+    return ThreadpoolController()
+
+
+def minimize_from_identity(
+    fun: Callable[[np.ndarray], tuple[float, np.ndarray]],
+    x0: np.ndarray,
+    *,
+    what: str,
+    max_iter: int = 5000,
+) -> np.ndarray:
+    """Minimise ``fun`` (returning value and gradient) with L-BFGS-B, starting at ``x0``.
+
+    ``x0`` is the identity map, where the calibrator leaves the model unchanged. The
+    returned point is never worse than ``x0``, which is what makes the held-in NLL of a
+    calibrator whose penalty vanishes at the identity never rise.
+    """
+    start_value = fun(x0)[0]
+    # These problems are tiny: multi-threaded BLAS inside L-BFGS-B only adds overhead.
+    with _threadpool_controller().limit(limits=1, user_api="blas"):
+        result = minimize(
+            fun,
+            x0,
+            method="L-BFGS-B",
+            jac=True,
+            options={"maxiter": max_iter, "gtol": 1e-8, "ftol": 0.0},
+        )
+    if result.status == 1:
+        warnings.warn(
+            f"{what}: L-BFGS-B stopped after {result.nit} iterations without converging "
+            f"({result.message}).",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+    if not np.isfinite(result.fun) or result.fun > start_value:
+        return np.array(x0, dtype=np.float64)
+    return np.asarray(result.x, dtype=np.float64)

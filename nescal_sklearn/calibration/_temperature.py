@@ -1,0 +1,155 @@
+"""Temperature scaling (Guo et al., 2017): one temperature for all classes."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.optimize import minimize_scalar
+
+from ._base import ArgmaxPreservingMixin, LogitOutputMixin, PostHocCalibrator, _LogitMap
+from ._objective import weighted_nll
+
+__all__ = ["CalibratedTemperature", "fit_temperature"]
+
+#: Bounds of the 1-D search over log(T): T between about 4.5e-5 and 2.2e4.
+LOG_TEMPERATURE_BOUNDS = (-10.0, 10.0)
+
+
+def fit_temperature(
+    logits: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None
+) -> float:
+    """Temperature minimising the NLL of ``softmax(logits / T)``, by a bounded search on log T.
+
+    Parameters
+    ----------
+    logits : ndarray of shape (n_samples, n_classes)
+        Uncalibrated logits.
+    y : ndarray of shape (n_samples,)
+        Label-encoded targets, integers in ``[0, n_classes)``.
+    sample_weight : ndarray of shape (n_samples,), default=None
+        Sample weights.
+
+    Returns
+    -------
+    float
+        The fitted temperature.
+
+    Raises
+    ------
+    RuntimeError
+        If :func:`scipy.optimize.minimize_scalar` reports a failure.
+    """
+
+    def nll(log_temperature: float) -> float:
+        return weighted_nll(logits * np.exp(-log_temperature), y, sample_weight)
+
+    result = minimize_scalar(
+        nll, bounds=LOG_TEMPERATURE_BOUNDS, method="bounded", options={"xatol": 1e-10}
+    )
+    if not result.success or not np.isfinite(result.fun):
+        raise RuntimeError(
+            "Temperature scaling failed to find a temperature: "
+            f"scipy.optimize.minimize_scalar reports {result.message!r}."
+        )
+    return float(np.exp(result.x))
+
+
+class _TemperatureMap(_LogitMap):
+    """``z -> z / T``."""
+
+    def fit(self, logits, y, sample_weight=None):
+        self.temperature_ = fit_temperature(logits, y, sample_weight)
+        return self
+
+    def transform(self, logits):
+        return logits / self.temperature_
+
+
+class CalibratedTemperature(ArgmaxPreservingMixin, LogitOutputMixin, PostHocCalibrator):
+    """Temperature scaling: calibrate a classifier by dividing its logits by one temperature.
+
+    The temperature ``T`` minimises the negative log-likelihood of ``softmax(z / T)`` on
+    data the estimator was not fitted on, where ``z`` are the estimator's logits: its
+    ``decision_function`` when that gives one score per class (for two classes, the 1-D
+    score is taken as the logit of ``classes_[1]``, i.e. ``z = [0, d]``), otherwise the
+    logarithm of its ``predict_proba`` clipped at 1e-12. The search is a bounded 1-D
+    minimisation over ``log T`` in [-10, 10]. Dividing by ``T > 0`` never changes the
+    predicted class.
+
+    Three modes decide which data fit the estimator and which fit ``T``:
+
+    * ``cv=None`` (default): a stratified held-out split inside ``fit`` keeps
+      ``validation_fraction`` of every class for ``T``; a clone of the estimator is fitted
+      on the rest.
+    * ``cv`` given: cross-fitting as in scikit-learn's
+      ``CalibratedClassifierCV(ensemble=True)``; one (clone, ``T``) pair per fold and
+      ``predict_proba`` averages the pairs' calibrated probabilities.
+    * estimator wrapped in :class:`sklearn.frozen.FrozenEstimator`: it is not refitted
+      and all of ``X, y`` fit ``T``; classes absent from ``y`` keep their column.
+
+    Parameters
+    ----------
+    estimator : estimator instance, default=None
+        The classifier to calibrate; it needs ``fit`` and ``decision_function`` or
+        ``predict_proba``. ``None`` means ``LogisticRegression()``. Wrap an already
+        fitted classifier in :class:`sklearn.frozen.FrozenEstimator` to calibrate it
+        without refitting.
+    validation_fraction : float, default=0.2
+        Share of each class held out for calibration when ``cv=None`` (rounded, with at
+        least one sample of every class on each side). Ignored with ``cv`` or a frozen
+        estimator.
+    cv : int, cross-validation generator or iterable, default=None
+        ``None`` fits on a held-out split; otherwise the folds of a cross-fitting, as
+        accepted by :func:`sklearn.model_selection.check_cv` (an int means
+        ``StratifiedKFold``). Must be ``None`` with a frozen estimator.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the held-out split. Ignored with ``cv`` or a frozen estimator.
+
+    Attributes
+    ----------
+    temperature_ : float
+        The fitted temperature; with cross-fitting, the mean of ``temperatures_``
+        (prediction uses each fold's own temperature).
+    temperatures_ : ndarray of shape (n_pairs,)
+        One temperature per calibrated estimator (one unless ``cv`` is given).
+    classes_ : ndarray of shape (n_classes,)
+        Class labels: those of ``y``, or the frozen estimator's ``classes_``.
+    calibrated_classifiers_ : list of _CalibratedClassifier
+        The (fitted estimator, calibration map) pairs; ``.estimator`` and
+        ``.calibrator.temperature_`` of each are public.
+    response_method_ : {"decision_function", "predict_proba"}
+        The estimator response the logits were taken from.
+    n_features_in_ : int
+        Number of features seen during ``fit``.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of the features seen during ``fit``, when ``X`` had string column names.
+
+    See Also
+    --------
+    sklearn.calibration.CalibratedClassifierCV : ``method="temperature"`` fits the same
+        temperature (parameterised by its inverse).
+
+    References
+    ----------
+    Guo, Pleiss, Sun & Weinberger, "On Calibration of Modern Neural Networks", ICML 2017.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from nescal_sklearn.calibration import CalibratedTemperature
+    >>> X, y = load_iris(return_X_y=True)
+    >>> clf = CalibratedTemperature(LogisticRegression(max_iter=1000), random_state=0)
+    >>> clf.fit(X, y).predict_proba(X[:2]).shape
+    (2, 3)
+    >>> bool(clf.temperature_ > 0)
+    True
+    """
+
+    def _make_calibrator(self):
+        return _TemperatureMap()
+
+    def _summarize(self):
+        self.temperatures_ = np.array(
+            [pair.calibrator.temperature_ for pair in self.calibrated_classifiers_]
+        )
+        self.temperature_ = float(self.temperatures_.mean())

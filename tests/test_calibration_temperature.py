@@ -1,0 +1,447 @@
+"""Tests of CalibratedTemperature: agreement with scikit-learn, modes, API contract, errors."""
+
+from __future__ import annotations
+
+import pickle
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+from _calibration_helpers import (
+    ProbaOnlyClassifier,
+    ScaledLogitClassifier,
+    fitted_and_calibration_split,
+    make_data,
+    nll,
+)
+from scipy.optimize import OptimizeResult
+from scipy.special import softmax
+from sklearn.calibration import CalibratedClassifierCV
+from sklearn.exceptions import NotFittedError as SklearnNotFittedError
+from sklearn.frozen import FrozenEstimator
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GridSearchCV, StratifiedKFold
+from sklearn.naive_bayes import GaussianNB
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVC
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from nescal_sklearn.calibration import CalibratedTemperature
+from nescal_sklearn.calibration import _temperature as temperature_module
+from nescal_sklearn.exceptions import NotFittedError
+
+
+def _sklearn_inverse_temperature(estimator, X_cal, y_cal) -> float:
+    sk = CalibratedClassifierCV(FrozenEstimator(estimator), method="temperature")
+    sk.fit(X_cal, y_cal)
+    (calibrator,) = sk.calibrated_classifiers_[0].calibrators
+    return float(calibrator.beta_)  # scikit-learn stores beta = 1 / T
+
+
+# -- agreement with scikit-learn's temperature scaling -----------------------------------
+
+
+def test_temperature_matches_sklearn_multiclass():
+    lr, X_cal, y_cal = fitted_and_calibration_split(ScaledLogitClassifier(scale=3.0))
+    ours = CalibratedTemperature(FrozenEstimator(lr)).fit(X_cal, y_cal)
+    reference = 1.0 / _sklearn_inverse_temperature(lr, X_cal, y_cal)
+    assert ours.response_method_ == "decision_function"
+    assert abs(ours.temperature_ - reference) / reference < 1e-2
+    assert abs(ours.temperature_ - reference) / reference < 1e-6  # measured: ~1e-8
+
+
+def test_temperature_matches_sklearn_binary_decision_function():
+    # scikit-learn turns the binary score d into logits (-d, d), we into (0, d), so its
+    # fitted inverse temperature is that of the logit 2d: T_ours = 1 / (2 * beta).
+    lr, X_cal, y_cal = fitted_and_calibration_split(ScaledLogitClassifier(scale=3.0), n_classes=2)
+    ours = CalibratedTemperature(FrozenEstimator(lr)).fit(X_cal, y_cal)
+    beta = _sklearn_inverse_temperature(lr, X_cal, y_cal)
+    reference = 1.0 / (2.0 * beta)
+    assert abs(ours.temperature_ - reference) / reference < 1e-2
+    assert abs(ours.temperature_ - reference) / reference < 1e-6
+    sk = CalibratedClassifierCV(FrozenEstimator(lr), method="temperature").fit(X_cal, y_cal)
+    np.testing.assert_allclose(ours.predict_proba(X_cal), sk.predict_proba(X_cal), atol=1e-8)
+
+
+def test_temperature_matches_sklearn_binary_predict_proba():
+    nb, X_cal, y_cal = fitted_and_calibration_split(GaussianNB(), n_classes=2)
+    ours = CalibratedTemperature(FrozenEstimator(nb)).fit(X_cal, y_cal)
+    reference = 1.0 / _sklearn_inverse_temperature(nb, X_cal, y_cal)
+    assert ours.response_method_ == "predict_proba"
+    assert abs(ours.temperature_ - reference) / reference < 1e-2
+
+
+# -- what temperature scaling must do ----------------------------------------------------
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_held_in_nll_does_not_rise(n_classes):
+    lr, X_cal, y_cal = fitted_and_calibration_split(n_classes=n_classes)
+    before = nll(y_cal, lr.predict_proba(X_cal))
+    after = nll(
+        y_cal, CalibratedTemperature(FrozenEstimator(lr)).fit(X_cal, y_cal).predict_proba(X_cal)
+    )
+    assert after <= before + 1e-10
+
+
+@pytest.mark.parametrize(("scale", "hotter"), [(5.0, True), (0.2, False)])
+def test_overconfident_model_gets_temperature_above_one(scale, hotter):
+    model, X_cal, y_cal = fitted_and_calibration_split(ScaledLogitClassifier(scale=scale))
+    temperature = CalibratedTemperature(FrozenEstimator(model)).fit(X_cal, y_cal).temperature_
+    assert (temperature > 1.0) is hotter
+
+
+def test_predict_is_the_estimators_own_in_frozen_mode():
+    lr, X_cal, y_cal = fitted_and_calibration_split()
+    calibrated = CalibratedTemperature(FrozenEstimator(lr)).fit(X_cal, y_cal)
+    X, _ = make_data(random_state=1)
+    np.testing.assert_array_equal(calibrated.predict(X), lr.predict(X))
+    np.testing.assert_array_equal(np.argmax(calibrated.predict_proba(X), axis=1), lr.predict(X))
+
+
+def test_predict_is_the_estimators_own_in_held_out_mode():
+    X, y = make_data()
+    calibrated = CalibratedTemperature(LogisticRegression(), random_state=0).fit(X, y)
+    (pair,) = calibrated.calibrated_classifiers_
+    np.testing.assert_array_equal(calibrated.predict(X), pair.estimator.predict(X))
+
+
+def test_temperature_one_reproduces_the_estimator():
+    lr, X_cal, y_cal = fitted_and_calibration_split()
+    calibrated = CalibratedTemperature(FrozenEstimator(lr)).fit(X_cal, y_cal)
+    pair = calibrated.calibrated_classifiers_[0]
+    np.testing.assert_allclose(softmax(pair.logits(X_cal), axis=1), lr.predict_proba(X_cal))
+    np.testing.assert_allclose(
+        calibrated.decision_function(X_cal), lr.decision_function(X_cal) / calibrated.temperature_
+    )
+
+
+# -- modes -------------------------------------------------------------------------------
+
+
+def test_held_out_split_is_stratified_and_reproducible():
+    X, y = make_data(n_samples=100)
+    first = CalibratedTemperature(validation_fraction=0.3, random_state=0).fit(X, y)
+    second = CalibratedTemperature(validation_fraction=0.3, random_state=0).fit(X, y)
+    assert first.temperature_ == second.temperature_
+    train, test = first._held_out_split(np.unique(y, return_inverse=True)[1])
+    assert np.intersect1d(train, test).size == 0 and train.size + test.size == 100
+    np.testing.assert_array_equal(np.bincount(y[test]), np.round(0.3 * np.bincount(y)))
+
+
+def test_held_out_split_keeps_every_class_on_both_sides():
+    X, y = make_data(n_samples=60)
+    y[:2] = 3  # a class with two samples: one goes to each side
+    calibrated = CalibratedTemperature(validation_fraction=0.05, random_state=0).fit(X, y)
+    train, test = calibrated._held_out_split(np.unique(y, return_inverse=True)[1])
+    assert set(y[train]) == set(y[test]) == {0, 1, 2, 3}
+
+
+def test_cross_fitting_averages_the_folds():
+    X, y = make_data()
+    calibrated = CalibratedTemperature(cv=3).fit(X, y)
+    assert len(calibrated.calibrated_classifiers_) == 3
+    assert calibrated.temperatures_.shape == (3,)
+    assert calibrated.temperature_ == pytest.approx(calibrated.temperatures_.mean())
+    folds = [pair.predict_proba(X) for pair in calibrated.calibrated_classifiers_]
+    np.testing.assert_allclose(calibrated.predict_proba(X), np.mean(folds, axis=0))
+    np.testing.assert_array_equal(
+        calibrated.predict(X), calibrated.classes_[np.argmax(np.mean(folds, axis=0), axis=1)]
+    )
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("mode", ["held_out", "cv", "frozen"])
+def test_softmax_of_decision_function_is_predict_proba(mode, n_classes):
+    X, y = make_data(n_classes=n_classes)
+    if mode == "frozen":
+        calibrated = CalibratedTemperature(FrozenEstimator(LogisticRegression().fit(X, y)))
+    else:
+        calibrated = CalibratedTemperature(cv=3 if mode == "cv" else None, random_state=0)
+    proba = calibrated.fit(X, y).predict_proba(X)
+    scores = calibrated.decision_function(X)
+    if n_classes == 2:
+        assert scores.shape == (X.shape[0],)
+        scores = np.column_stack([np.zeros_like(scores), scores])
+    np.testing.assert_allclose(softmax(scores, axis=1), proba, atol=1e-12)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+
+
+def test_frozen_mode_with_a_class_missing_from_calibration_data():
+    lr, X_cal, y_cal = fitted_and_calibration_split()
+    keep = y_cal != 2
+    calibrated = CalibratedTemperature(FrozenEstimator(lr)).fit(X_cal[keep], y_cal[keep])
+    proba = calibrated.predict_proba(X_cal)
+    assert proba.shape == (X_cal.shape[0], 3)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    np.testing.assert_array_equal(calibrated.classes_, [0, 1, 2])
+
+
+def test_proba_only_estimator_is_calibrated_on_log_probabilities():
+    X, y = make_data()
+    calibrated = CalibratedTemperature(ProbaOnlyClassifier(), random_state=0).fit(X, y)
+    assert calibrated.response_method_ == "predict_proba"
+    (pair,) = calibrated.calibrated_classifiers_
+    np.testing.assert_allclose(pair.logits(X), np.log(pair.estimator.predict_proba(X)))
+
+
+# -- sample weights ----------------------------------------------------------------------
+
+
+def test_integer_sample_weight_equals_repetition():
+    lr, X_cal, y_cal = fitted_and_calibration_split()
+    weights = np.arange(X_cal.shape[0]) % 3
+    weighted = CalibratedTemperature(FrozenEstimator(lr)).fit(X_cal, y_cal, sample_weight=weights)
+    repeated = CalibratedTemperature(FrozenEstimator(lr)).fit(
+        np.repeat(X_cal, weights, axis=0), np.repeat(y_cal, weights)
+    )
+    assert weighted.temperature_ == pytest.approx(repeated.temperature_, rel=1e-6)
+
+
+def test_sample_weight_reaches_the_estimator():
+    X, y = make_data()
+    weights = np.where(y == 0, 5.0, 1.0)
+    weighted = CalibratedTemperature(random_state=0).fit(X, y, sample_weight=weights)
+    plain = CalibratedTemperature(random_state=0).fit(X, y)
+    (w_pair,), (p_pair,) = weighted.calibrated_classifiers_, plain.calibrated_classifiers_
+    assert not np.allclose(w_pair.estimator.coef_, p_pair.estimator.coef_)
+
+
+def test_sample_weight_warns_when_the_estimator_cannot_take_it():
+    X, y = make_data()
+    calibrated = CalibratedTemperature(make_pipeline(StandardScaler(), LogisticRegression()))
+    message = (
+        "Pipeline.fit does not accept sample_weight; the weights are used for the calibration only."
+    )
+    with pytest.warns(UserWarning, match=re.escape(message)):
+        calibrated.fit(X, y, sample_weight=np.ones(y.size))
+
+
+# -- data types and composition ----------------------------------------------------------
+
+
+def test_string_labels():
+    X, y = make_data()
+    labels = np.array(["cat", "dog", "emu"], dtype=object)[y]
+    calibrated = CalibratedTemperature(random_state=0).fit(X, labels)
+    np.testing.assert_array_equal(calibrated.classes_, ["cat", "dog", "emu"])
+    assert set(calibrated.predict(X)) <= {"cat", "dog", "emu"}
+    frozen = CalibratedTemperature(FrozenEstimator(LogisticRegression().fit(X, labels)))
+    assert frozen.fit(X, labels).predict_proba(X).shape == (X.shape[0], 3)
+
+
+def test_pandas_input():
+    X, y = make_data()
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
+    calibrated = CalibratedTemperature(random_state=0).fit(frame, pd.Series(y))
+    np.testing.assert_array_equal(calibrated.feature_names_in_, frame.columns)
+    assert calibrated.n_features_in_ == X.shape[1]
+    np.testing.assert_allclose(
+        calibrated.predict_proba(frame),
+        CalibratedTemperature(random_state=0).fit(X, y).predict_proba(X),
+    )
+
+
+def test_as_a_pipeline_step():
+    X, y = make_data()
+    pipeline = make_pipeline(StandardScaler(), CalibratedTemperature(random_state=0)).fit(X, y)
+    scaled = StandardScaler().fit_transform(X)
+    alone = CalibratedTemperature(random_state=0).fit(scaled, y)
+    np.testing.assert_allclose(pipeline.predict_proba(X), alone.predict_proba(scaled))
+    np.testing.assert_array_equal(pipeline.predict(X), alone.predict(scaled))
+
+
+def test_wrapping_a_pipeline():
+    X, y = make_data()
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
+    calibrated = CalibratedTemperature(
+        make_pipeline(StandardScaler(), LogisticRegression()), random_state=0
+    ).fit(frame, y)
+    assert calibrated.response_method_ == "decision_function"
+    (pair,) = calibrated.calibrated_classifiers_
+    np.testing.assert_array_equal(calibrated.predict(frame), pair.estimator.predict(frame))
+    np.testing.assert_allclose(calibrated.predict_proba(frame).sum(axis=1), 1.0)
+
+
+def test_grid_search_over_nested_parameters():
+    X, y = make_data()
+    search = GridSearchCV(
+        CalibratedTemperature(LogisticRegression(), random_state=0),
+        {"estimator__C": [0.1, 1.0], "validation_fraction": [0.2, 0.3]},
+        scoring="neg_log_loss",
+        cv=2,
+    ).fit(X, y)
+    assert set(search.best_params_) == {"estimator__C", "validation_fraction"}
+
+
+@pytest.mark.parametrize("cv", [None, 3])
+def test_pickle_round_trip(cv):
+    X, y = make_data()
+    calibrated = CalibratedTemperature(cv=cv, random_state=0).fit(X, y)
+    restored = pickle.loads(pickle.dumps(calibrated))
+    np.testing.assert_array_equal(restored.predict_proba(X), calibrated.predict_proba(X))
+
+
+# -- errors ------------------------------------------------------------------------------
+
+
+def test_not_fitted_error_is_both_ours_and_sklearns():
+    message = (
+        "This CalibratedTemperature instance is not fitted yet. Call 'fit' with appropriate "
+        "arguments before using this estimator."
+    )
+    for method in ("predict_proba", "predict", "decision_function"):
+        with pytest.raises(NotFittedError, match=re.escape(message)) as info:
+            getattr(CalibratedTemperature(), method)(np.zeros((2, 3)))
+        assert isinstance(info.value, SklearnNotFittedError)
+
+
+def test_error_class_with_a_single_sample():
+    X, y = make_data(n_samples=60)
+    y[0] = 7
+    message = (
+        "Class 7 has only 1 sample in y; the held-out split (validation_fraction=0.2) needs "
+        "at least 2 samples of every class, one to fit the estimator and one to calibrate "
+        "it. Pass more data, cv=None with a FrozenEstimator and calibration data of your "
+        "own, or a cv splitter."
+    )
+    with pytest.raises(ValueError, match=re.escape(message)):
+        CalibratedTemperature().fit(X, y)
+
+
+def test_error_single_class():
+    X, _ = make_data(n_samples=20)
+    message = (
+        "CalibratedTemperature needs at least 2 classes in y to fit its estimator; "
+        "got 1 class: ['a']."
+    )
+    with pytest.raises(ValueError, match=re.escape(message)):
+        CalibratedTemperature().fit(X, np.full(20, "a"))
+
+
+def test_error_cv_with_frozen_estimator():
+    lr, X_cal, y_cal = fitted_and_calibration_split()
+    message = (
+        "cv=3 cannot be used with a FrozenEstimator: a frozen estimator is never refitted, "
+        "so all of X, y calibrate it. Pass cv=None."
+    )
+    with pytest.raises(ValueError, match=re.escape(message)):
+        CalibratedTemperature(FrozenEstimator(lr), cv=3).fit(X_cal, y_cal)
+
+
+def test_error_label_unknown_to_frozen_estimator():
+    lr, X_cal, y_cal = fitted_and_calibration_split()
+    y_cal = y_cal.copy()
+    y_cal[0] = 9
+    message = "y contains label(s) [9] that the frozen estimator was not fitted on; its classes_ are [0, 1, 2]."
+    with pytest.raises(ValueError, match=re.escape(message)):
+        CalibratedTemperature(FrozenEstimator(lr)).fit(X_cal, y_cal)
+
+
+def test_error_unfitted_frozen_estimator():
+    X, y = make_data(n_samples=30)
+    message = (
+        "The LogisticRegression inside the FrozenEstimator is not fitted; fit it before "
+        "freezing it, or pass it unfrozen to let CalibratedTemperature fit it."
+    )
+    with pytest.raises(NotFittedError, match=re.escape(message)):
+        CalibratedTemperature(FrozenEstimator(LogisticRegression())).fit(X, y)
+
+
+def test_error_class_missing_from_a_training_part():
+    X, y = make_data(n_samples=90)
+    everything = np.arange(y.size)
+    splits = [(everything, everything), (np.flatnonzero(y != 0), np.flatnonzero(y == 0))]
+    message = (
+        "The estimator fitted on the training part of split 1 learned the classes [1, 2], "
+        "but y has the classes [0, 1, 2]; every class must appear in every training part."
+    )
+    with pytest.raises(ValueError, match=re.escape(message)):
+        CalibratedTemperature(cv=splits).fit(X, y)
+
+
+def test_error_response_of_the_wrong_shape():
+    X, y = make_data(n_classes=4, n_samples=80)
+    message = (
+        "SVC gives neither a decision_function of shape (n_samples,) or (n_samples, 4) nor a "
+        "predict_proba of shape (n_samples, 4) for its 4 classes; tried ['decision_function']."
+    )
+    with pytest.raises(ValueError, match=re.escape(message)):
+        CalibratedTemperature(SVC(decision_function_shape="ovo")).fit(X, y)
+
+
+def test_error_solver_failure(monkeypatch):
+    def failing_minimize_scalar(*args, **kwargs):
+        return OptimizeResult(
+            x=0.0, fun=1.0, success=False, message="Maximum number of function calls reached."
+        )
+
+    monkeypatch.setattr(temperature_module, "minimize_scalar", failing_minimize_scalar)
+    lr, X_cal, y_cal = fitted_and_calibration_split()
+    message = (
+        "Temperature scaling failed to find a temperature: scipy.optimize.minimize_scalar "
+        "reports 'Maximum number of function calls reached.'."
+    )
+    with pytest.raises(RuntimeError, match=re.escape(message)):
+        CalibratedTemperature(FrozenEstimator(lr)).fit(X_cal, y_cal)
+
+
+@pytest.mark.parametrize(
+    ("sample_weight", "message"),
+    [
+        (-np.ones(150), "sample_weight has negative values; weights must be non-negative."),
+        (np.ones(149), "sample_weight has shape (149,); expected (150,), one weight per sample."),
+        (
+            np.zeros(150),
+            "sample_weight sums to zero on the calibration part; at least one calibration "
+            "sample needs a positive weight.",
+        ),
+    ],
+)
+def test_error_bad_sample_weight(sample_weight, message):
+    lr, X_cal, y_cal = fitted_and_calibration_split()
+    with pytest.raises(ValueError, match=re.escape(message)):
+        CalibratedTemperature(FrozenEstimator(lr)).fit(X_cal, y_cal, sample_weight=sample_weight)
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        (
+            {"validation_fraction": 1.5},
+            "The 'validation_fraction' parameter of CalibratedTemperature must be a float in "
+            "the range (0.0, 1.0). Got 1.5 instead.",
+        ),
+        (
+            {"cv": 1},
+            "The 'cv' parameter of CalibratedTemperature must be an int in the range "
+            "[2, inf), an object implementing 'split' and 'get_n_splits', an iterable or "
+            "None. Got 1 instead.",
+        ),
+        (
+            {"estimator": StandardScaler()},
+            "The 'estimator' parameter of CalibratedTemperature must be an object implementing "
+            "'fit' and 'predict_proba', an object implementing 'fit' and 'decision_function' "
+            "or None. Got StandardScaler() instead.",
+        ),
+    ],
+)
+def test_error_invalid_parameters(params, message):
+    X, y = make_data(n_samples=30)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        CalibratedTemperature(**params).fit(X, y)
+
+
+# -- scikit-learn's estimator checks -----------------------------------------------------
+
+
+@parametrize_with_checks(
+    [
+        CalibratedTemperature(LogisticRegression()),
+        CalibratedTemperature(LogisticRegression(), cv=StratifiedKFold(3)),
+    ]
+)
+def test_sklearn_compatible_estimator(estimator, check):
+    check(estimator)
