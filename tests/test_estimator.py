@@ -153,10 +153,39 @@ def test_early_stopping_counts_from_warmup_and_restores_best():
     assert clf.n_epochs_ < 60
     assert clf.n_epochs_ >= 15 + 3  # never stops before the penalty acted for `patience` epochs
     valid = clf.history_[:, "valid_loss"]
-    assert clf.best_epoch_ >= 16
-    assert valid[clf.best_epoch_ - 1] == min(valid[15:])
-    # the restored model is the best epoch's: its validation NLL is the recorded one
-    assert clf.n_epochs_ == clf.best_epoch_ + 3
+    # candidates: the checkpoint the penalty starts from (epoch 15) and penalised epochs
+    assert clf.best_epoch_ >= 15
+    assert valid[clf.best_epoch_ - 1] == min(valid[14:])
+    assert clf.n_epochs_ == max(clf.best_epoch_, 15) + 3
+
+
+def test_auto_warmup_restores_best_cross_entropy_checkpoint():
+    X, y = make_classification(300, 10, n_informative=4, flip_y=0.3, random_state=0)
+    clf = NeSCalClassifier(
+        loss=NeSCalLoss(warmup="auto", warmup_patience=3),
+        hidden_sizes=(128, 128),
+        dropout=0.0,
+        max_epochs=80,
+        patience=4,
+        batch_size=32,
+        random_state=0,
+    ).fit(X, y)
+    history = clf.history_
+    restored = [row["warmup_restored_epoch"] for row in history if "warmup_restored_epoch" in row]
+    assert len(restored) == 1
+    valid = history[:, "valid_loss"]
+    # the warm-up ends 3 epochs after the cross-entropy optimum, which it restores
+    assert valid[restored[0] - 1] == min(valid[: restored[0] + 3])
+    assert clf.graph_epoch_ == restored[0] + 3 + 1
+    assert clf.n_epochs_ >= clf.graph_epoch_ - 1 + 4
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "loss__warmup='auto' ends the warm-up where the validation NLL stops improving, "
+            "which needs early_stopping=True; got early_stopping=False."
+        ),
+    ):
+        clone(clf).set_params(early_stopping=False).fit(X, y)
 
 
 def test_nested_loss_params_clone_and_grid_search(iris):

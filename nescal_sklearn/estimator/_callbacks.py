@@ -52,17 +52,49 @@ class NeighbourGraph(Callback):
         self.random_state = random_state
         self.inference_batch_size = inference_batch_size
 
+    def initialize(self):
+        self.warmup_over_ = False
+        self.best_warmup_loss_ = np.inf
+        self.best_warmup_epoch_ = None
+        self.best_warmup_state_ = None
+        return self
+
+    def _warmup_ends_before(self, epoch: int) -> bool:
+        fixed = self.loss.warmup_epochs(self.max_epochs)
+        return self.warmup_over_ if fixed is None else epoch == fixed
+
     def on_epoch_begin(self, net, **kwargs) -> None:
         epoch = len(net.history) - 1
         weight = 0.0
         if self.loss.uses_neighbours:
-            if epoch == self.loss.warmup_epochs(self.max_epochs) and not self.loss.smoothing_active:
-                seconds = self._build(net)
+            if not self.loss.smoothing_active and self._warmup_ends_before(epoch):
+                seconds = self._build(net, epoch)
                 net.history.record("graph_seconds", seconds)
-            weight = self.loss.set_epoch(epoch, max_epochs=self.max_epochs)
+            if self.loss.smoothing_active:
+                weight = self.loss.set_epoch(epoch, max_epochs=self.max_epochs)
         net.history.record("penalty_weight", weight)
 
-    def _build(self, net) -> float:
+    def on_epoch_end(self, net, **kwargs) -> None:
+        """For ``warmup="auto"``: end the warm-up when validation NLL stops improving."""
+        if (
+            not self.loss.uses_neighbours
+            or self.loss.warmup_epochs(self.max_epochs) is not None
+            or self.warmup_over_
+        ):
+            return
+        epoch = len(net.history) - 1
+        score = net.history[-1, "valid_loss"]
+        if score < self.best_warmup_loss_:
+            self.best_warmup_loss_ = score
+            self.best_warmup_epoch_ = epoch
+            self.best_warmup_state_ = copy.deepcopy(net.module_.state_dict())
+        elif epoch - self.best_warmup_epoch_ >= self.loss.warmup_patience:
+            net.module_.load_state_dict(self.best_warmup_state_)
+            net.history.record("warmup_restored_epoch", self.best_warmup_epoch_ + 1)
+            self.best_warmup_state_ = None
+            self.warmup_over_ = True
+
+    def _build(self, net, epoch: int) -> float:
         start = time.perf_counter()
         module = net.module_
         was_training = module.training
@@ -88,41 +120,60 @@ class NeighbourGraph(Callback):
                 random_state=self.random_state,
             )
         neighbors = torch.as_tensor(np.asarray(neighbors), dtype=torch.int64, device=net.device)
-        self.loss.start_smoothing(neighbors, log_probs)
+        self.loss.start_smoothing(neighbors, log_probs, epoch=epoch)
         return time.perf_counter() - start
 
 
 class EarlyStoppingAfterWarmup(Callback):
     """Stop when validation NLL has not improved for ``patience`` epochs; restore the best.
 
-    Counting starts at ``start_epoch`` (the end of warm-up), so a run never stops
-    before the penalty has acted, and only checkpoints from that epoch on compete.
+    For a neighbour loss, counting starts when the penalty switches on (the end of
+    warm-up), so a run never stops before the penalty has acted. The checkpoint the
+    penalty starts from competes too (with its validation NLL from the warm-up), so
+    the restored model is the best on validation among it and the penalised epochs.
 
     Parameters
     ----------
     patience : int
         Epochs without improvement before stopping.
-    start_epoch : int
-        0-based epoch from which the best checkpoint is tracked.
+    loss : TrainingLoss
+        The objective (its ``smoothing_active`` tells when warm-up is over).
     threshold : float, default=1e-4
         Relative improvement that counts.
     """
 
-    def __init__(self, patience: int, start_epoch: int, threshold: float = 1e-4) -> None:
+    def __init__(self, patience: int, loss: TrainingLoss, threshold: float = 1e-4) -> None:
         self.patience = patience
-        self.start_epoch = start_epoch
+        self.loss = loss
         self.threshold = threshold
 
     def initialize(self):
         self.best_score_ = np.inf
         self.best_epoch_ = None
         self.best_state_ = None
+        self.started_ = False
+        self.last_state_ = None
+        self.last_score_ = np.inf
         return self
 
-    def on_epoch_end(self, net, **kwargs) -> None:
-        epoch = len(net.history) - 1
-        if epoch < self.start_epoch:
+    def on_epoch_begin(self, net, **kwargs) -> None:
+        if self.started_ or (self.loss.uses_neighbours and not self.loss.smoothing_active):
             return
+        self.started_ = True
+        if self.loss.uses_neighbours and len(net.history) > 1:
+            # The checkpoint the penalty starts from (after any warm-up restore).
+            restored = net.history[-2].get("warmup_restored_epoch")
+            score = (
+                net.history[restored - 1, "valid_loss"] if restored else net.history[-2, "valid_loss"]
+            )
+            self.best_score_ = score
+            self.best_epoch_ = (restored or len(net.history) - 1) - 1
+            self.best_state_ = copy.deepcopy(net.module_.state_dict())
+
+    def on_epoch_end(self, net, **kwargs) -> None:
+        if not self.started_:
+            return
+        epoch = len(net.history) - 1
         score = net.history[-1, "valid_loss"]
         improved = score < self.best_score_ * (1.0 - self.threshold) or self.best_epoch_ is None
         net.history.record("valid_nll_best", bool(improved))
@@ -130,8 +181,12 @@ class EarlyStoppingAfterWarmup(Callback):
             self.best_score_ = score
             self.best_epoch_ = epoch
             self.best_state_ = copy.deepcopy(net.module_.state_dict())
-        elif epoch - self.best_epoch_ >= self.patience:
+        elif epoch - max(self.best_epoch_, self._start_epoch(net)) >= self.patience:
             raise KeyboardInterrupt  # skorch's documented way to end training early
+
+    def _start_epoch(self, net) -> int:
+        graph_epochs = [i for i, row in enumerate(net.history) if "graph_seconds" in row]
+        return graph_epochs[0] if graph_epochs else 0
 
     def on_train_end(self, net, **kwargs) -> None:
         if self.best_state_ is not None:

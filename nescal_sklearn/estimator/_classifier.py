@@ -289,6 +289,12 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
     def _validated_loss(self) -> TrainingLoss:
         loss = clone(get_loss(self.loss))
         loss.validate()
+        if loss.uses_neighbours and loss.warmup == "auto" and not self.early_stopping:
+            raise ValueError(
+                "loss__warmup='auto' ends the warm-up where the validation NLL stops "
+                "improving, which needs early_stopping=True; got early_stopping=False. Pass "
+                "an int or float warmup instead."
+            )
         return loss
 
     def _mlp_kwargs(self) -> dict:
@@ -330,7 +336,6 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         return X_train, X_valid, y_train, y_valid
 
     def _build_net(self, module, loss, X_train, X_valid, y_valid, device, seed) -> NeSCalNet:
-        start_epoch = loss.warmup_epochs(self.max_epochs) if loss.uses_neighbours else 0
         callbacks: list = [
             ("train_penalty", PassthroughScoring(name="train_penalty", on_train=True)),
             (
@@ -353,7 +358,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
             callbacks.append(
                 (
                     "early_stopping",
-                    EarlyStoppingAfterWarmup(self.patience, min(start_epoch, self.max_epochs - 1)),
+                    EarlyStoppingAfterWarmup(self.patience, loss),
                 )
             )
         if self.verbose >= 2:

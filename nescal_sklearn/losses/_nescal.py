@@ -36,9 +36,14 @@ class NeSCalLoss(TrainingLoss):
         Penalty weight lambda (>= 0) at the end of warm-up.
     schedule : {"constant", "cosine"}, default="constant"
         ``"cosine"`` decays the weight to 0 from the end of warm-up to the last epoch.
-    warmup : int or float, default=0.3
+    warmup : int, float or "auto", default=0.3
         Length of the base-loss warm-up: an ``int`` is a number of epochs, a ``float``
-        in [0, 1) a fraction of ``max_epochs`` (rounded down).
+        in [0, 1) a fraction of ``max_epochs`` (rounded down). ``"auto"`` ends the
+        warm-up where the base loss's validation NLL stops improving (no improvement
+        for ``warmup_patience`` epochs), restores that best checkpoint and builds the
+        graph there; it needs the estimator's early stopping (validation rows).
+    warmup_patience : int, default=5
+        Patience of ``warmup="auto"``.
     aggregation : {"pairwise", "mean"}, default="pairwise"
         ``"pairwise"`` averages the divergence to each neighbour; ``"mean"`` takes the
         divergence to the neighbours' mean distribution (cheaper).
@@ -83,7 +88,8 @@ class NeSCalLoss(TrainingLoss):
         n_neighbors: int = 10,
         weight: float = 1.0,
         schedule: str = "constant",
-        warmup: int | float = 0.3,
+        warmup: int | float | str = 0.3,
+        warmup_patience: int = 5,
         aggregation: str = "pairwise",
         graph: str = "knn",
         reduction: str | None = None,
@@ -95,6 +101,7 @@ class NeSCalLoss(TrainingLoss):
         self.weight = weight
         self.schedule = schedule
         self.warmup = warmup
+        self.warmup_patience = warmup_patience
         self.aggregation = aggregation
         self.graph = graph
         self.reduction = reduction
@@ -122,12 +129,20 @@ class NeSCalLoss(TrainingLoss):
                     f"{name}: {param} must be one of {list(allowed)}; got {getattr(self, param)!r}."
                 )
         warmup = self.warmup
-        if isinstance(warmup, bool) or not isinstance(warmup, Real):
-            raise TypeError(
-                f"{name}: warmup must be an int number of epochs or a float fraction in "
-                f"[0, 1); got {warmup!r}."
+        if isinstance(self.warmup_patience, bool) or not isinstance(
+            self.warmup_patience, Integral
+        ) or self.warmup_patience < 1:
+            raise ValueError(
+                f"{name}: warmup_patience must be an int >= 1; got {self.warmup_patience!r}."
             )
-        if isinstance(warmup, Integral):
+        if warmup == "auto":
+            pass
+        elif isinstance(warmup, bool) or not isinstance(warmup, Real):
+            raise TypeError(
+                f"{name}: warmup must be an int number of epochs, a float fraction in "
+                f"[0, 1) or 'auto'; got {warmup!r}."
+            )
+        elif isinstance(warmup, Integral):
             if warmup < 0:
                 raise ValueError(f"{name}: warmup must be >= 0 epochs; got {warmup!r}.")
         elif not 0.0 <= warmup < 1.0:
@@ -149,15 +164,19 @@ class NeSCalLoss(TrainingLoss):
         base.validate()
 
     # -- schedule -----------------------------------------------------------------
-    def warmup_epochs(self, max_epochs: int) -> int:
-        """Number of base-loss epochs before the graph is built, for ``max_epochs``."""
+    def warmup_epochs(self, max_epochs: int) -> int | None:
+        """Base-loss epochs before the graph is built (None for ``warmup="auto"``)."""
+        if self.warmup == "auto":
+            return None
         if isinstance(self.warmup, Integral):
             return int(self.warmup)
         return int(float(self.warmup) * max_epochs)
 
     def set_epoch(self, epoch: int, *, max_epochs: int) -> float:
         """Set the penalty weight for the 0-based ``epoch`` about to run; return it."""
-        start = self.warmup_epochs(max_epochs)
+        start = getattr(self, "start_epoch_", None)
+        if start is None:
+            start = self.warmup_epochs(max_epochs) or 0
         self.current_weight_ = penalty_weight(
             epoch,
             weight=float(self.weight),
@@ -168,15 +187,32 @@ class NeSCalLoss(TrainingLoss):
         return self.current_weight_
 
     # -- state --------------------------------------------------------------------
-    def start_smoothing(self, neighbors: torch.Tensor, initial_log_probs: torch.Tensor) -> None:
-        """Switch the penalty on with a neighbour graph and a filled prediction cache."""
+    def start_smoothing(
+        self,
+        neighbors: torch.Tensor,
+        initial_log_probs: torch.Tensor,
+        *,
+        epoch: int | None = None,
+    ) -> None:
+        """Switch the penalty on with a neighbour graph and a filled prediction cache.
+
+        ``epoch`` (0-based, the first penalised epoch) anchors the weight schedule;
+        None uses the fixed warm-up length.
+        """
         self.smoothing_ = NeighbourhoodSmoothing(
             neighbors, initial_log_probs, aggregation=self.aggregation
         )
+        self.start_epoch_ = epoch
 
     def stop_smoothing(self) -> None:
         """Drop the graph and the cache (nothing of them is needed at inference)."""
-        for attr in ("smoothing_", "current_weight_", "base_loss_", "last_penalty_"):
+        for attr in (
+            "smoothing_",
+            "current_weight_",
+            "base_loss_",
+            "last_penalty_",
+            "start_epoch_",
+        ):
             self.__dict__.pop(attr, None)
 
     @property
