@@ -1,0 +1,60 @@
+"""Smoke runs of the slow benchmark scripts (their full runs live outside the suite)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"
+
+
+def run_script(*args: str, cwd: Path = ROOT) -> str:
+    result = subprocess.run(
+        [sys.executable, *args], cwd=cwd, capture_output=True, text=True, timeout=600
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout
+
+
+def test_overhead_quick():
+    out = run_script("benchmarks/overhead.py", "--quick")
+    assert "median epoch seconds after warm-up" in out
+    assert "predict_proba seconds" in out
+    assert "graph build (epoch 2)" in out
+
+
+@pytest.mark.skipif(not DATA.is_dir(), reason="the local dev suite ../shared/data is absent")
+def test_quality_quick_records_and_summary(tmp_path):
+    out_dir = tmp_path / "quality"
+    out = run_script(
+        "benchmarks/quality.py", "--quick", "--data-dir", str(DATA), "--out", str(out_dir),
+        "--method-spec", 'auto={"loss": "nescal", "params": {"warmup": "auto"}}',
+        "--protocols", "early_stopping",
+    )
+    records = [json.loads(line) for line in (out_dir / "records.jsonl").read_text().splitlines()]
+    assert {r["method"] for r in records} == {"ce", "nescal", "auto"}
+    assert all(r["raw"]["nll"] > 0 and r["after_ts"]["nll"] > 0 for r in records)
+    assert "nescal vs ce, test NLL after ts" in out
+    # a rerun finds every fit recorded and trains nothing
+    again = run_script(
+        "benchmarks/quality.py", "--quick", "--data-dir", str(DATA), "--out", str(out_dir),
+        "--method-spec", 'auto={"loss": "nescal", "params": {"warmup": "auto"}}',
+        "--protocols", "early_stopping",
+    )
+    assert "3 fits planned, 3 already recorded" in again
+
+
+@pytest.mark.skipif(not DATA.is_dir(), reason="the local dev suite ../shared/data is absent")
+def test_quickstart_example_writes_table_and_diagram(tmp_path):
+    out = run_script(
+        "examples/quickstart.py", "--dataset", "wdbc", "--data-dir", str(DATA),
+        "--max-epochs", "3", "--out", str(tmp_path),
+    )
+    assert "| NeSCal |" in out and "| Cross-entropy |" in out
+    assert (tmp_path / "reliability.png").stat().st_size > 10_000
+    assert "reliability.png" in (tmp_path / "quickstart.md").read_text()
