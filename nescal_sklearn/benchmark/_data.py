@@ -1,0 +1,142 @@
+"""Datasets of a benchmark run (local, scikit-learn, OpenML) and the split of each seed."""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import StandardScaler
+
+from ..estimator import NeSCalClassifier, make_tabular_pipeline
+from ._config import DatasetSpec, OpenMLSettings, Splits
+from ._datasets import _data_dir, load_local_dataset
+from ._protocol import Split, stratified_split
+
+__all__ = ["BenchmarkData", "describe_dataset", "load_benchmark_data", "make_split"]
+
+#: Seed of the stratified subsample taken when a dataset has more than ``max_rows`` rows.
+SUBSAMPLE_SEED = 0
+
+
+@dataclass(frozen=True)
+class BenchmarkData:
+    """A dataset ready for splitting: raw features, labels and, for OpenML, the task."""
+
+    name: str
+    X: pd.DataFrame | np.ndarray
+    y: np.ndarray
+    task: object | None = None  # OpenMLTaskData
+
+    @property
+    def n_classes(self) -> int:
+        return len(np.unique(self.y))
+
+
+def _subsample(X, y, max_rows: int | None, seed: int = SUBSAMPLE_SEED):
+    if max_rows is None or len(y) <= max_rows:
+        return X, y
+    _, X_keep, _, y_keep = train_test_split(X, y, test_size=max_rows, stratify=y, random_state=seed)
+    return X_keep, y_keep
+
+
+@functools.lru_cache(maxsize=4)
+def load_benchmark_data(
+    spec: DatasetSpec, data_dir: str | None, openml: OpenMLSettings, max_rows: int | None
+) -> BenchmarkData:
+    """Load one dataset (cached per process, so a worker reads each file once).
+
+    ``max_rows`` caps a local or scikit-learn dataset by a stratified subsample
+    (seed :data:`SUBSAMPLE_SEED`); for an OpenML task it caps the training part of
+    each fold instead (see :func:`make_split`), so the task's test folds stay whole.
+    """
+    if spec.kind == "openml_task":
+        from ._openml import load_openml_task
+
+        task = load_openml_task(int(spec.ref), openml)
+        return BenchmarkData(spec.name, task.X, np.asarray(task.y), task)
+    if spec.kind == "sklearn":
+        import sklearn.datasets
+
+        X, y = getattr(sklearn.datasets, f"load_{spec.ref}")(return_X_y=True)
+    elif spec.kind == "local":
+        dataset = load_local_dataset(str(spec.ref), data_dir)
+        X, y = dataset.X, dataset.y
+    else:
+        raise ValueError(f"OpenML suite {spec.ref!r} must be expanded into tasks before loading.")
+    X, y = _subsample(X, np.asarray(y), max_rows)
+    if isinstance(X, pd.DataFrame):
+        X = X.reset_index(drop=True)
+    return BenchmarkData(spec.name, X, np.asarray(y))
+
+
+def _preprocessed(X, y, train, val, test, classes) -> Split:
+    """Fit the tabular preprocessing (as :func:`stratified_split` does) on ``train`` rows."""
+    preprocess = make_tabular_pipeline(NeSCalClassifier())[:-1]
+    if not hasattr(X, "columns"):
+        preprocess = StandardScaler()
+
+    def rows(index):
+        return X.iloc[index] if hasattr(X, "iloc") else X[index]
+
+    X_train = np.asarray(preprocess.fit_transform(rows(train)), dtype=np.float32)
+    return Split(
+        X_train=X_train,
+        y_train=y[train],
+        X_val=np.asarray(preprocess.transform(rows(val)), dtype=np.float32),
+        y_val=y[val],
+        X_test=np.asarray(preprocess.transform(rows(test)), dtype=np.float32),
+        y_test=y[test],
+        classes=classes,
+    )
+
+
+def make_split(
+    data: BenchmarkData, seed: int, splits: Splits, max_rows: int | None
+) -> tuple[Split, str]:
+    """The preprocessed train / validation / test split of ``seed``, and a description.
+
+    A local or scikit-learn dataset gets :func:`stratified_split` with the
+    configured fractions. An OpenML task uses its own fold (see
+    :meth:`OpenMLTaskData.fold_of_seed`): the test part is the task's, the task's
+    training part is split (stratified, seeded) into training and validation with
+    ``splits.task_validation``, after an optional stratified cap at ``max_rows``.
+    """
+    if data.task is None:
+        fractions = (splits.train, splits.validation, splits.test)
+        return stratified_split(data.X, data.y, seed=seed, fractions=fractions), "stratified"
+    repeat, fold = data.task.fold_of_seed(seed)
+    train_all, test = data.task.folds[(repeat, fold)]
+    y = data.y
+    if max_rows is not None and len(train_all) > max_rows:
+        train_all, _ = train_test_split(
+            train_all, train_size=max_rows, stratify=y[train_all], random_state=SUBSAMPLE_SEED
+        )
+    train, val = train_test_split(
+        train_all, test_size=splits.task_validation, stratify=y[train_all], random_state=seed
+    )
+    split = _preprocessed(data.X, y, np.sort(train), np.sort(val), np.asarray(test), np.unique(y))
+    return split, f"openml task {data.task.task_id} repeat {repeat} fold {fold}"
+
+
+def describe_dataset(
+    spec: DatasetSpec, data_dir: str | None, openml: OpenMLSettings, max_rows: int | None
+) -> dict:
+    """Rows, features and classes of a dataset, for the dry-run plan.
+
+    Local datasets are described from the manifest without reading the parquet file.
+    """
+    if spec.kind == "local":
+        manifest = json.loads((Path(_data_dir(data_dir)) / "manifest.json").read_text())
+        entry = next(item for item in manifest if item["name"] == spec.ref)
+        rows = entry["n_rows"] if max_rows is None else min(entry["n_rows"], max_rows)
+        return {"rows": rows, "features": entry["n_features"], "classes": entry["n_classes"]}
+    data = load_benchmark_data(spec, data_dir, openml, max_rows)
+    rows = len(data.y)
+    if data.task is not None and max_rows is not None:
+        rows = min(rows, max_rows)
+    return {"rows": rows, "features": data.X.shape[1], "classes": data.n_classes}

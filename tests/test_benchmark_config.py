@@ -1,0 +1,347 @@
+"""Benchmark configuration: every validation error, tested on its full message."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from nescal_sklearn.benchmark import ConfigError, load_config, validate_config
+from nescal_sklearn.benchmark._registry import CALIBRATORS, available_calibrators
+
+CONFIGS = Path(__file__).resolve().parents[1] / "benchmarks" / "configs"
+
+BASE = {
+    "datasets": [{"sklearn": "iris"}],
+    "methods": [{"loss": "ce"}],
+    "confirm_seeds": [0],
+}
+
+
+def config_with(**changes):
+    data = copy.deepcopy(BASE)
+    for key, value in changes.items():
+        if value is None:
+            data.pop(key)
+        else:
+            data[key] = value
+    return data
+
+
+def check_error(data, message):
+    with pytest.raises(ConfigError, match=f"^{re.escape(message)}$"):
+        validate_config(data)
+
+
+NESCAL_RANDOM = {"name": "nescal_random", "loss": "nescal", "params": {"graph": "random"}}
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        (
+            {
+                "methods": [
+                    {"loss": "ce"},
+                    {"loss": "focal"},
+                    {"loss": "nescal", "params": {"n_neighbors": -3}},
+                ]
+            },
+            "methods[2].params.n_neighbors: expected an int >= 1 (NeSCalLoss), got -3",
+        ),
+        (
+            {"methods": [{"loss": "nescal", "grid": {"n_neighbors": [5, 0]}}], "search_seeds": [0]},
+            "methods[0].grid.n_neighbors[1]: expected an int >= 1 (NeSCalLoss), got 0",
+        ),
+        (
+            {"methods": [{"loss": "nescal", "grid": {"n_neighbors": 5}}]},
+            "methods[0].grid.n_neighbors: expected a non-empty list of values, got 5",
+        ),
+        (
+            {"methods": [{"loss": "label_smoothing", "params": {"lr": -1}}]},
+            "methods[0].params.lr: expected a float in the range (0.0, inf) (NeSCalClassifier), got -1",
+        ),
+        (
+            {"methods": [{"loss": "ce", "params": {"random_state": 1}}]},
+            "methods[0].params.random_state: set by the runner (loss, seeds), not by the config",
+        ),
+        (
+            {"methods": [{"loss": "ce", "params": {"graph": "random"}}]},
+            "methods[0].params.graph: unknown parameter; expected a parameter of loss 'ce' [] or of "
+            "NeSCalClassifier ['activation', 'batch_size', 'device', 'dropout', 'early_stopping', "
+            "'embedding_layer', 'hidden_sizes', 'lr', 'max_epochs', 'mixup', 'module', "
+            "'module_kwargs', 'patience', 'validation_fraction', 'weight_decay']",
+        ),
+        (
+            {"methods": [{"loss": "cee"}]},
+            "methods[0].loss: expected a registered loss name, one of ['ce', 'flsd53', 'focal', "
+            "'label_smoothing', 'mbls', 'mdca', 'mmce', 'nescal', 'savuc'], got \"cee\"",
+        ),
+        (
+            {"methods": [{"loss": "ce"}, {"loss": "ce"}]},
+            "methods[1].name: duplicate method name 'ce' (also methods[0]); give each a 'name'",
+        ),
+        (
+            {"methods": [{"loss": "ce", "estimator": "x"}]},
+            "methods[0]: expected an object with exactly one of the keys 'loss' and 'estimator', "
+            'got {"loss": "ce", "estimator": "x"}',
+        ),
+        (
+            {"methods": [{"loss": "ce", "params": {"lr": 0.1}, "grid": {"lr": [0.1]}}]},
+            "methods[0].grid.lr: also given in params; give it in one place",
+        ),
+        (
+            {"methods": [{"estimator": "sklearn.ensemble.NoSuchClassifier"}]},
+            "methods[0].estimator: cannot import 'sklearn.ensemble.NoSuchClassifier': module "
+            "'sklearn.ensemble' has no attribute 'NoSuchClassifier'",
+        ),
+        (
+            {"methods": [{"estimator": "sklearn.linear_model.LinearRegression"}]},
+            "methods[0].estimator: expected a scikit-learn classifier class with predict_proba, "
+            'got "sklearn.linear_model.LinearRegression"',
+        ),
+        (
+            {
+                "methods": [
+                    {"estimator": "sklearn.tree.DecisionTreeClassifier", "params": {"max_depth": 0}}
+                ]
+            },
+            "methods[0].params.max_depth: expected an int in the range [1, inf) or None "
+            "(DecisionTreeClassifier), got 0",
+        ),
+        (
+            {
+                "methods": [
+                    {
+                        "estimator": "sklearn.tree.DecisionTreeClassifier",
+                        "params": {"random_state": 0},
+                    }
+                ]
+            },
+            "methods[0].params.random_state: set by the runner from the seeds, not by the config",
+        ),
+        (
+            {"methods": []},
+            "methods: expected a non-empty list of methods, got []",
+        ),
+        (
+            {"methods": None},
+            "methods: required key missing; expected a non-empty list of methods",
+        ),
+        (
+            {"datasets": [{"sklearn": "mnist"}]},
+            "datasets[0].sklearn: expected one of scikit-learn's bundled sets ['iris', 'wine', "
+            "'breast_cancer', 'digits'], got \"mnist\"",
+        ),
+        (
+            {"datasets": [{"openml_task": -1}]},
+            "datasets[0].openml_task: expected int >= 1, got -1",
+        ),
+        (
+            {"datasets": [{"openml_suite": 0}]},
+            "datasets[0].openml_suite: expected an OpenML suite id (int >= 1) or alias (str), got 0",
+        ),
+        (
+            {"datasets": [{"openml_task": 1, "sklearn": "iris"}]},
+            "datasets[0]: expected an object with exactly one of the keys ['local', 'sklearn', "
+            '\'openml_task\', \'openml_suite\'], got {"openml_task": 1, "sklearn": "iris"}',
+        ),
+        (
+            {"datasets": [{"kaggle": "titanic"}]},
+            "datasets[0].kaggle: unknown key; expected one of ['local', 'openml_suite', "
+            "'openml_task', 'sklearn']",
+        ),
+        (
+            {"datasets": [{"sklearn": "iris"}, {"sklearn": "iris"}]},
+            'datasets[1]: duplicate dataset {"sklearn": "iris"}',
+        ),
+        (
+            {"datasets": None},
+            "datasets: required key missing; expected a non-empty list of datasets",
+        ),
+        ({"confirm_seeds": [0, -1]}, "confirm_seeds[1]: expected int >= 0, got -1"),
+        ({"confirm_seeds": [0, 0]}, "confirm_seeds[1]: duplicate seed 0"),
+        ({"confirm_seeds": [True]}, "confirm_seeds[0]: expected int >= 0, got true"),
+        ({"confirm_seeds": []}, "confirm_seeds: expected a non-empty list of ints >= 0, got []"),
+        (
+            {"confirm_seeds": None},
+            "confirm_seeds: required key missing; expected a non-empty list of ints >= 0",
+        ),
+        (
+            {"methods": [{"loss": "nescal", "grid": {"weight": [0.5, 1.0]}}]},
+            "search_seeds: expected a non-empty list of ints >= 0 because methods[0].grid has 2 "
+            "points, got []",
+        ),
+        (
+            {"splits": {"train": 0.6, "validation": 0.2, "test": 0.3}},
+            "splits: expected train + validation + test == 1, got 0.6 + 0.2 + 0.3 = 1.1",
+        ),
+        ({"splits": {"train": 1.5}}, "splits.train: expected a fraction in (0, 1), got 1.5"),
+        ({"budget": {"max_epochs": 0}}, "budget.max_epochs: expected int >= 1, got 0"),
+        ({"budget": {"max_epochs": 2.5}}, "budget.max_epochs: expected int >= 1, got 2.5"),
+        (
+            {"budget": {"hidden_sizes": [16, 0]}},
+            "budget.hidden_sizes: expected a list of ints >= 1, got [16, 0]",
+        ),
+        (
+            {"budget": {"epochs": 3}},
+            "budget.epochs: unknown key; expected one of ['batch_size', 'device', 'hidden_sizes', "
+            "'max_epochs', 'max_rows', 'patience', 'threads']",
+        ),
+        (
+            {"calibrators": ["platt"]},
+            "calibrators[0]: expected one of ['temperature', 'vector', 'matrix', 'isotonic', "
+            "'histogram', 'ensemble_temperature'], got \"platt\"",
+        ),
+        (
+            {"calibrators": ["temperature", "temperature"]},
+            "calibrators[1]: duplicate calibrator 'temperature'",
+        ),
+        (
+            {"calibrators": [{"name": "temperature", "params": {"estimator": None}}]},
+            "calibrators[0].params.estimator: set by the runner (the fitted model)",
+        ),
+        (
+            {"metrics": ["nll", "auc"]},
+            "metrics[1]: expected one of ['nll', 'ece', 'brier', 'accuracy', 'classwise_ece', "
+            "'mce'], got \"auc\"",
+        ),
+        (
+            {"selection": "temperature"},
+            "selection: expected one of ['raw'] (raw, or a configured calibrator), got \"temperature\"",
+        ),
+        (
+            {"report": {"baseline": "nope"}},
+            "report.baseline: expected a method name, one of ['ce'], got \"nope\"",
+        ),
+        ({"report": {"tie_tolerance": -1}}, "report.tie_tolerance: expected a number >= 0, got -1"),
+        ({"openml": {"n_retries": 0}}, "openml.n_retries: expected int >= 1, got 0"),
+        (
+            {"foo": 1},
+            "foo: unknown key; expected one of ['budget', 'calibrators', 'confirm_seeds', "
+            "'data_dir', 'datasets', 'description', 'methods', 'metrics', 'name', 'openml', "
+            "'output', 'report', 'search_seeds', 'selection', 'splits']",
+        ),
+        ({"output": ""}, 'output: expected a non-empty string, got ""'),
+    ],
+)
+def test_validation_error_messages(changes, message):
+    check_error(config_with(**changes), message)
+
+
+def test_local_dataset_names_are_checked_against_the_manifest(tmp_path):
+    (tmp_path / "manifest.json").write_text(json.dumps([{"name": "phoneme"}, {"name": "wdbc"}]))
+    data = config_with(datasets=[{"local": "phonem"}], data_dir=str(tmp_path))
+    check_error(
+        data,
+        f"datasets[0].local: expected a dataset of '{tmp_path / 'manifest.json'}', one of "
+        "['phoneme', 'wdbc'], got \"phonem\"",
+    )
+    missing = tmp_path / "nowhere"
+    check_error(
+        config_with(datasets=[{"local": "phoneme"}], data_dir=str(missing)),
+        f"datasets[0].local: no manifest.json in data_dir '{missing}' (resolved to "
+        f"'{missing.resolve()}'); set data_dir or NESCAL_DATA_DIR",
+    )
+
+
+def test_unavailable_calibrator_is_named(monkeypatch):
+    import nescal_sklearn.calibration
+
+    monkeypatch.delattr(nescal_sklearn.calibration, "CalibratedIsotonic")
+    available = [name for name in CALIBRATORS if name != "isotonic"]
+    assert available_calibrators() == available
+    check_error(
+        config_with(calibrators=["temperature", "isotonic"]),
+        "calibrators[1]: calibrator 'isotonic' (CalibratedIsotonic) is not available in this "
+        f"version of nescal_sklearn.calibration; available: {available}",
+    )
+
+
+def test_validate_command(tmp_path, capsys):
+    from nescal_sklearn.cli import main
+
+    path = tmp_path / "ok.json"
+    path.write_text(json.dumps(config_with(calibrators=["temperature"])))
+    assert main(["validate", str(path)]) == 0
+    assert capsys.readouterr().out == (
+        f"{path}: valid (1 datasets, 1 methods, 1 grid points, 1 calibrators)\n"
+    )
+    path.write_text(json.dumps(config_with(budget={"max_epochs": 0})))
+    assert main(["validate", str(path)]) == 2
+    assert capsys.readouterr().err == (
+        "nescal-bench: error: budget.max_epochs: expected int >= 1, got 0\n"
+    )
+    assert main(["run", str(path.with_name("missing.json"))]) == 2
+    assert "cannot read config file" in capsys.readouterr().err
+    path.write_text(json.dumps(config_with()))
+    assert main(["run", str(path), "--jobs", "0"]) == 2
+    assert capsys.readouterr().err == "nescal-bench: error: --jobs: expected int >= 1, got 0\n"
+
+
+def test_load_config_reports_file_problems(tmp_path):
+    with pytest.raises(ConfigError, match=r"^cannot read config file '.*nope\.json': No such file"):
+        load_config(tmp_path / "nope.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"datasets": [\n  {"sklearn": "iris"},,\n]}')
+    with pytest.raises(
+        ConfigError,
+        match=f"^{re.escape(str(bad))}: invalid JSON at line 2, column 23: Expecting value$",
+    ):
+        load_config(bad)
+
+
+def test_defaults_names_and_roundtrip(tmp_path):
+    path = tmp_path / "my_bench.json"
+    path.write_text(
+        json.dumps(
+            config_with(
+                methods=[
+                    {"loss": "ce"},
+                    {
+                        "loss": "nescal",
+                        "params": {"n_neighbors": 5},
+                        "grid": {"weight": [0.5, 1.0]},
+                    },
+                    NESCAL_RANDOM,
+                    {"estimator": "HistGradientBoostingClassifier", "params": {"max_iter": 10}},
+                ],
+                search_seeds=[0],
+                calibrators=["temperature"],
+            )
+        )
+    )
+    config = load_config(path)
+    assert config.name == "my_bench"
+    assert config.output == "results/my_bench"
+    assert [m.name for m in config.methods] == [
+        "ce",
+        "nescal",
+        "nescal_random",
+        "HistGradientBoostingClassifier",
+    ]
+    assert config.methods[3].estimator == "sklearn.ensemble.HistGradientBoostingClassifier"
+    assert config.report.baseline == "ce" and config.report.reference == "nescal"
+    assert (
+        config.methods[2].is_random_graph_control and not config.methods[1].is_random_graph_control
+    )
+    assert config.methods[1].estimator_params({"weight": 0.5}) == {
+        "loss__n_neighbors": 5,
+        "loss__weight": 0.5,
+    }
+    again = validate_config(config.to_json())
+    assert again == config
+
+
+@pytest.mark.parametrize("name", ["quickstart.json", "openml_cc18_subset.json", "dev_suite.json"])
+def test_shipped_configs_validate(name):
+    try:
+        config = load_config(CONFIGS / name)
+    except ConfigError as exc:
+        if "is not available in this version of nescal_sklearn.calibration" in str(exc):
+            pytest.skip(str(exc))
+        raise
+    assert config.confirm_seeds and config.methods
