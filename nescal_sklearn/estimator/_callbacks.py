@@ -127,10 +127,10 @@ class NeighbourGraph(Callback):
 class EarlyStoppingAfterWarmup(Callback):
     """Stop when validation NLL has not improved for ``patience`` epochs; restore the best.
 
-    For a neighbour loss, counting starts when the penalty switches on (the end of
-    warm-up), so a run never stops before the penalty has acted. The checkpoint the
-    penalty starts from competes too (with its validation NLL from the warm-up), so
-    the restored model is the best on validation among it and the penalised epochs.
+    Every epoch's checkpoint competes for "best" (warm-up epochs too, so a NeSCal run
+    whose penalty never improves validation NLL returns its best warm-up model), but
+    for a neighbour loss the run cannot stop until the penalty has been on for
+    ``patience`` epochs: patience counts from the end of warm-up.
 
     Parameters
     ----------
@@ -151,42 +151,29 @@ class EarlyStoppingAfterWarmup(Callback):
         self.best_score_ = np.inf
         self.best_epoch_ = None
         self.best_state_ = None
-        self.started_ = False
-        self.last_state_ = None
-        self.last_score_ = np.inf
         return self
 
-    def on_epoch_begin(self, net, **kwargs) -> None:
-        if self.started_ or (self.loss.uses_neighbours and not self.loss.smoothing_active):
-            return
-        self.started_ = True
-        if self.loss.uses_neighbours and len(net.history) > 1:
-            # The checkpoint the penalty starts from (after any warm-up restore).
-            restored = net.history[-2].get("warmup_restored_epoch")
-            score = (
-                net.history[restored - 1, "valid_loss"] if restored else net.history[-2, "valid_loss"]
-            )
-            self.best_score_ = score
-            self.best_epoch_ = (restored or len(net.history) - 1) - 1
-            self.best_state_ = copy.deepcopy(net.module_.state_dict())
+    def _counting_from(self, net) -> int | None:
+        """0-based epoch from which patience counts; None while stopping is not allowed."""
+        if not self.loss.uses_neighbours:
+            return 0
+        if not self.loss.smoothing_active:
+            return None
+        return next(i for i, row in enumerate(net.history) if "graph_seconds" in row)
 
     def on_epoch_end(self, net, **kwargs) -> None:
-        if not self.started_:
-            return
         epoch = len(net.history) - 1
         score = net.history[-1, "valid_loss"]
-        improved = score < self.best_score_ * (1.0 - self.threshold) or self.best_epoch_ is None
+        improved = self.best_epoch_ is None or score < self.best_score_ * (1.0 - self.threshold)
         net.history.record("valid_nll_best", bool(improved))
         if improved:
             self.best_score_ = score
             self.best_epoch_ = epoch
             self.best_state_ = copy.deepcopy(net.module_.state_dict())
-        elif epoch - max(self.best_epoch_, self._start_epoch(net)) >= self.patience:
+            return
+        start = self._counting_from(net)
+        if start is not None and epoch - max(self.best_epoch_, start) >= self.patience:
             raise KeyboardInterrupt  # skorch's documented way to end training early
-
-    def _start_epoch(self, net) -> int:
-        graph_epochs = [i for i, row in enumerate(net.history) if "graph_seconds" in row]
-        return graph_epochs[0] if graph_epochs else 0
 
     def on_train_end(self, net, **kwargs) -> None:
         if self.best_state_ is not None:

@@ -7,6 +7,7 @@ from numbers import Integral, Real
 import torch
 
 from ..penalties import NeighbourhoodSmoothing, penalty_weight
+from ..penalties._soft_target import soft_target_penalty
 from ._base import TrainingLoss, get_loss, register_loss
 
 __all__ = ["NeSCalLoss"]
@@ -16,6 +17,7 @@ _AGGREGATIONS = ("pairwise", "mean")
 _GRAPHS = ("knn", "random")
 _REDUCTIONS = (None, "pca", "umap")
 _METHODS = ("auto", "exact", "approximate")
+_DIVERGENCES = ("js", "soft_target")
 
 
 @register_loss("nescal")
@@ -56,6 +58,13 @@ class NeSCalLoss(TrainingLoss):
         Output dimension of ``reduction`` (library default when None).
     graph_method : {"auto", "exact", "approximate"}, default="auto"
         Neighbour search, see :func:`nescal_sklearn.graph.build_knn_graph`.
+    divergence : {"js", "soft_target"}, default="js"
+        ``"js"``: the method's Jensen–Shannon penalty (with ``aggregation``).
+        ``"soft_target"``: KL from the neighbours' mean distribution (at
+        ``target_temperature``) to the prediction — a neighbour-informed soft label
+        that keeps the wrong-class ranking label smoothing erases.
+    target_temperature : float, default=1.0
+        Temperature of the soft target (``divergence="soft_target"`` only).
     base_loss : str or TrainingLoss, default="ce"
         The loss the penalty is added to (for example ``"label_smoothing"``). Its own
         hyperparameters are nested: ``base_loss__epsilon``.
@@ -95,6 +104,8 @@ class NeSCalLoss(TrainingLoss):
         reduction: str | None = None,
         n_components: int | None = None,
         graph_method: str = "auto",
+        divergence: str = "js",
+        target_temperature: float = 1.0,
         base_loss: str | TrainingLoss = "ce",
     ) -> None:
         self.n_neighbors = n_neighbors
@@ -107,6 +118,8 @@ class NeSCalLoss(TrainingLoss):
         self.reduction = reduction
         self.n_components = n_components
         self.graph_method = graph_method
+        self.divergence = divergence
+        self.target_temperature = target_temperature
         self.base_loss = base_loss
 
     # -- validation ---------------------------------------------------------------
@@ -117,12 +130,14 @@ class NeSCalLoss(TrainingLoss):
         if self.n_neighbors < 1:
             raise ValueError(f"{name}: n_neighbors must be an int >= 1; got {self.n_neighbors!r}.")
         self._check_real("weight", low=0.0)
+        self._check_real("target_temperature", low=0.0, low_inclusive=False)
         for param, allowed in (
             ("schedule", _SCHEDULES),
             ("aggregation", _AGGREGATIONS),
             ("graph", _GRAPHS),
             ("reduction", _REDUCTIONS),
             ("graph_method", _METHODS),
+            ("divergence", _DIVERGENCES),
         ):
             if getattr(self, param) not in allowed:
                 raise ValueError(
@@ -221,6 +236,17 @@ class NeSCalLoss(TrainingLoss):
         return getattr(self, "smoothing_", None) is not None
 
     # -- computation --------------------------------------------------------------
+    def _soft_target(self, logits: torch.Tensor, indices: torch.Tensor) -> torch.Tensor:
+        smoothing = self.smoothing_
+        log_p = torch.log_softmax(logits, dim=-1)
+        neighbour_ids = smoothing.neighbors[indices.to(smoothing.neighbors.device)]
+        neighbour_log_probs = smoothing.cache.neighbours(neighbour_ids).to(log_p.device)
+        value = soft_target_penalty(
+            log_p, neighbour_log_probs, temperature=float(self.target_temperature)
+        )
+        smoothing.cache.update(indices, log_p.detach())
+        return value
+
     def _base(self) -> TrainingLoss:
         if isinstance(self.base_loss, TrainingLoss):
             return self.base_loss
@@ -246,7 +272,10 @@ class NeSCalLoss(TrainingLoss):
         if not self.smoothing_active or indices is None:
             self.last_penalty_ = None
             return loss
-        penalty = self.smoothing_(logits, indices)
+        if self.divergence == "soft_target":
+            penalty = self._soft_target(logits, indices)
+        else:
+            penalty = self.smoothing_(logits, indices)
         self.last_penalty_ = float(penalty.detach())
         if weight == 0.0:
             return loss
