@@ -1,0 +1,127 @@
+"""NeighbourhoodSmoothing: the NeSCal penalty over a fixed graph and a prediction cache."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from ._cache import PredictionCache
+from ._divergence import AGGREGATIONS, neighbourhood_penalty
+
+__all__ = ["NeighbourhoodSmoothing"]
+
+
+class NeighbourhoodSmoothing:
+    """NeSCal penalty: Jensen–Shannon divergence between each row and its graph neighbours.
+
+    Holds the neighbour graph and a :class:`PredictionCache`. Calling it on a
+    batch's logits and row indices returns the (unweighted) penalty, computed
+    against the neighbours' *cached* distributions, and then refreshes the
+    batch's own rows of the cache with its detached predictions. Multiply by
+    the weight λ(t) (see :func:`penalty_weight`) and add to the cross-entropy.
+
+    Parameters
+    ----------
+    neighbors : Tensor or ndarray of shape (n_samples, k), integer
+        Neighbour indices of every training row, e.g. from
+        ``nescal_sklearn.graph.build_knn_graph`` or :func:`random_graph`.
+    initial_log_probs : Tensor of shape (n_samples, n_classes)
+        Log-probabilities used to fill the cache (one forward pass over the
+        training rows when the graph is built).
+    aggregation : {"pairwise", "mean"}, default="pairwise"
+        See :func:`neighbourhood_penalty`.
+
+    Attributes
+    ----------
+    neighbors : Tensor of shape (n_samples, k), int64
+    cache : PredictionCache
+    aggregation : str
+
+    Examples
+    --------
+    >>> import torch
+    >>> from nescal_sklearn.penalties import NeighbourhoodSmoothing
+    >>> neighbors = torch.tensor([[1], [0], [1]])
+    >>> initial = torch.log(torch.tensor([[0.5, 0.5], [0.9, 0.1], [0.2, 0.8]]))
+    >>> smoothing = NeighbourhoodSmoothing(neighbors, initial)
+    >>> logits = torch.zeros(2, 2, requires_grad=True)  # batch: rows 0 and 2
+    >>> penalty = smoothing(logits, torch.tensor([0, 2]))
+    >>> penalty.backward()
+    >>> round(penalty.item(), 4)
+    0.1017
+    >>> smoothing.cache.log_probs[2].exp()  # refreshed with the batch's prediction
+    tensor([0.5000, 0.5000])
+    """
+
+    def __init__(
+        self, neighbors: Tensor, initial_log_probs: Tensor, *, aggregation: str = "pairwise"
+    ) -> None:
+        if aggregation not in AGGREGATIONS:
+            raise ValueError(f"aggregation must be 'pairwise' or 'mean'; got {aggregation!r}.")
+        if isinstance(neighbors, np.ndarray):
+            neighbors = torch.from_numpy(neighbors)
+        neighbors = torch.as_tensor(neighbors)
+        if neighbors.ndim != 2 or neighbors.is_floating_point() or neighbors.is_complex():
+            raise ValueError(
+                "neighbors must be an integer array of shape (n_samples, k); got dtype "
+                f"{neighbors.dtype} and shape {tuple(neighbors.shape)}."
+            )
+        cache = PredictionCache(initial_log_probs)
+        if neighbors.shape[0] != cache.n_samples:
+            raise ValueError(
+                f"neighbors has {neighbors.shape[0]} rows but initial_log_probs has "
+                f"{cache.n_samples}; both must have one row per training example."
+            )
+        if neighbors.numel() and (
+            int(neighbors.min()) < 0 or int(neighbors.max()) >= cache.n_samples
+        ):
+            raise ValueError(
+                f"neighbors must index rows in [0, {cache.n_samples}); got values in "
+                f"[{int(neighbors.min())}, {int(neighbors.max())}]."
+            )
+        self.neighbors = neighbors.to(device=cache.log_probs.device, dtype=torch.int64)
+        self.cache = cache
+        self.aggregation = aggregation
+
+    def __call__(self, logits: Tensor, indices: Tensor) -> Tensor:
+        """Penalty of a batch, then refresh the batch's rows of the cache.
+
+        Parameters
+        ----------
+        logits : Tensor of shape (B, n_classes)
+            The model's logits for the batch rows.
+        indices : Tensor of shape (B,), int64
+            Those rows' positions in the training set (graph node ids).
+
+        Returns
+        -------
+        Tensor
+            Scalar penalty, differentiable with respect to ``logits``.
+        """
+        indices = torch.as_tensor(indices)
+        if indices.ndim != 1 or logits.ndim != 2 or logits.shape[0] != indices.shape[0]:
+            raise ValueError(
+                "logits must have shape (B, n_classes) and indices shape (B,); got "
+                f"{tuple(logits.shape)} and {tuple(indices.shape)}."
+            )
+        log_p = F.log_softmax(logits, dim=-1)
+        neighbour_ids = self.neighbors[indices.to(self.neighbors.device)]
+        neighbour_log_probs = self.cache.neighbours(neighbour_ids).to(log_p.device)
+        value = neighbourhood_penalty(log_p, neighbour_log_probs, self.aggregation)
+        self.cache.update(indices, log_p.detach())
+        return value
+
+    def to(self, device: torch.device | str) -> NeighbourhoodSmoothing:
+        """Move the graph and the cache to ``device`` in place and return ``self``."""
+        self.neighbors = self.neighbors.to(device)
+        self.cache.to(device)
+        return self
+
+    def __repr__(self) -> str:
+        n_samples, k = self.neighbors.shape
+        return (
+            f"NeighbourhoodSmoothing(n_samples={n_samples}, n_neighbors={k}, "
+            f"n_classes={self.cache.n_classes}, aggregation={self.aggregation!r})"
+        )
