@@ -13,7 +13,6 @@ import torch
 from sklearn.base import clone
 from sklearn.datasets import load_breast_cancer, load_iris, make_classification
 from sklearn.model_selection import GridSearchCV
-from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from torch import nn
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import numbers
-
-
 from collections.abc import Sequence
 
 import numpy as np
@@ -17,7 +15,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
-from skorch.callbacks import PassthroughScoring, PrintLog, ProgressBar
+from skorch.callbacks import PassthroughScoring, ProgressBar
 from skorch.helper import predefined_split
 from torch import nn
 
