@@ -58,3 +58,9 @@ def test_quickstart_example_writes_table_and_diagram(tmp_path):
     assert "| NeSCal |" in out and "| Cross-entropy |" in out
     assert (tmp_path / "reliability.png").stat().st_size > 10_000
     assert "reliability.png" in (tmp_path / "quickstart.md").read_text()
+
+
+def test_torch_loop_example():
+    out = run_script("examples/torch_loop.py")
+    nll = float(out.split("test NLL")[1].split()[0])
+    assert 0 < nll < 0.5

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nescal_sklearn.losses import NeSCalLoss
-from nescal_sklearn.penalties._soft_target import soft_target_penalty
+from nescal_sklearn.penalties import soft_target_penalty
 
 
 def test_hand_worked_value():

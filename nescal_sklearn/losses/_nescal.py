@@ -6,8 +6,7 @@ from numbers import Integral, Real
 
 import torch
 
-from ..penalties import NeighbourhoodSmoothing, penalty_weight
-from ..penalties._soft_target import soft_target_penalty
+from ..penalties import NeighbourhoodSmoothing, penalty_weight, soft_target_penalty
 from ._base import TrainingLoss, get_loss, register_loss
 
 __all__ = ["NeSCalLoss"]

@@ -1,0 +1,115 @@
+"""Paired comparison tables of a ``nescal-bench`` results folder (the issue-4 bar).
+
+For every method against each reference (default: ``ce`` and ``label_smoothing``),
+on the confirm seeds only: per-dataset mean test NLL raw and after temperature
+scaling, the number of datasets where the method is lower, the median relative
+change, the Wilcoxon signed-rank p-value across datasets, and the median accuracy
+change. Prints markdown.
+
+Examples
+--------
+::
+
+    nescal-bench run benchmarks/configs/nescal_study.json --jobs 2
+    python benchmarks/study_summary.py results/nescal_study --confirm-seeds 3 4 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+from scipy.stats import wilcoxon
+
+STAGES = {"raw": "raw", "ts": "temperature"}
+
+
+def load(results: Path, seeds: set[int]) -> dict:
+    """(method, dataset) -> stage -> metric -> list over seeds."""
+    table: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    for path in sorted((results / "records").glob("*.json")):
+        rec = json.loads(path.read_text())
+        if rec["seed"] not in seeds:
+            continue
+        for stage, key in STAGES.items():
+            for metric, value in rec["test"][key].items():
+                table[(rec["method"], rec["dataset"])][stage][metric].append(value)
+    return table
+
+
+def compare(table, method: str, reference: str, stage: str):
+    datasets = sorted(d for (m, d) in table if m == method and (reference, d) in table)
+    changes, acc = [], []
+    for d in datasets:
+        a = np.mean(table[(method, d)][stage]["nll"])
+        b = np.mean(table[(reference, d)][stage]["nll"])
+        changes.append(100.0 * (a - b) / b)
+        acc.append(
+            np.mean(table[(method, d)][stage]["accuracy"])
+            - np.mean(table[(reference, d)][stage]["accuracy"])
+        )
+    changes = np.asarray(changes)
+    p = wilcoxon(changes).pvalue if len(changes) > 1 and np.any(changes != 0) else float("nan")
+    return datasets, changes, np.asarray(acc), p
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("results", type=Path)
+    parser.add_argument("--confirm-seeds", nargs="+", type=int, default=[3, 4, 5])
+    parser.add_argument("--references", nargs="+", default=["ce", "label_smoothing"])
+    args = parser.parse_args(argv)
+    table = load(args.results, set(args.confirm_seeds))
+    methods = sorted({m for m, _ in table})
+    datasets = sorted({d for _, d in table})
+    print(f"# Paired comparisons, confirm seeds {args.confirm_seeds}, {len(datasets)} datasets\n")
+    for reference in args.references:
+        if reference not in methods:
+            continue
+        print(f"## Against `{reference}`\n")
+        print("| method | stage | lower NLL on | median NLL change | Wilcoxon p | median accuracy change |")
+        print("|---|---|---|---|---|---|")
+        for method in methods:
+            if method == reference:
+                continue
+            for stage in STAGES:
+                ds, ch, acc, p = compare(table, method, reference, stage)
+                if not len(ds):
+                    continue
+                print(
+                    f"| {method} | {stage} | {int(np.sum(ch < 0))}/{len(ds)} | "
+                    f"{np.median(ch):+.2f} % | {p:.3g} | {100 * np.median(acc):+.2f} pt |"
+                )
+        print()
+    print("## Test NLL after temperature scaling, mean over confirm seeds\n")
+    print("| dataset | " + " | ".join(methods) + " |")
+    print("|---" * (len(methods) + 1) + "|")
+    for d in datasets:
+        cells = []
+        values = {m: np.mean(table[(m, d)]["ts"]["nll"]) for m in methods if (m, d) in table}
+        best = min(values.values()) if values else None
+        for m in methods:
+            if m not in values:
+                cells.append("–")
+            else:
+                text = f"{values[m]:.4f}"
+                cells.append(f"**{text}**" if values[m] == best else text)
+        print(f"| {d} | " + " | ".join(cells) + " |")
+    print("\n## Raw test NLL (no temperature scaling), mean over confirm seeds\n")
+    print("| dataset | " + " | ".join(methods) + " |")
+    print("|---" * (len(methods) + 1) + "|")
+    for d in datasets:
+        cells = [
+            f"{np.mean(table[(m, d)]['raw']['nll']):.4f}" if (m, d) in table else "–"
+            for m in methods
+        ]
+        print(f"| {d} | " + " | ".join(cells) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
