@@ -12,6 +12,9 @@ Examples
 
     nescal-bench run benchmarks/configs/nescal_study.json --jobs 2
     python benchmarks/study_summary.py results/nescal_study --confirm-seeds 3 4 5
+
+Several folders are pooled (a fit recorded in two of them counts once), so methods
+run by different configs on the same datasets and seeds compare directly.
 """
 
 from __future__ import annotations
@@ -28,13 +31,19 @@ from scipy.stats import wilcoxon
 STAGES = {"raw": "raw", "ts": "temperature"}
 
 
-def load(results: Path, seeds: set[int]) -> dict:
-    """(method, dataset) -> stage -> metric -> list over seeds."""
+def load(folders: list[Path], seeds: set[int]) -> dict:
+    """(method, dataset) -> stage -> metric -> list over seeds, pooled over folders.
+
+    A fit present in several folders (same record key) is counted once.
+    """
     table: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
-    for path in sorted((results / "records").glob("*.json")):
+    seen: set[str] = set()
+    paths = [p for folder in folders for p in sorted((folder / "records").glob("*.json"))]
+    for path in paths:
         rec = json.loads(path.read_text())
-        if rec["seed"] not in seeds:
+        if rec["seed"] not in seeds or rec["key"] in seen:
             continue
+        seen.add(rec["key"])
         for stage, key in STAGES.items():
             for metric, value in rec["test"][key].items():
                 table[(rec["method"], rec["dataset"])][stage][metric].append(value)
@@ -59,7 +68,7 @@ def compare(table, method: str, reference: str, stage: str):
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("results", type=Path)
+    parser.add_argument("results", type=Path, nargs="+", help="one or more results folders")
     parser.add_argument("--confirm-seeds", nargs="+", type=int, default=[3, 4, 5])
     parser.add_argument("--references", nargs="+", default=["ce", "label_smoothing"])
     args = parser.parse_args(argv)

@@ -176,14 +176,17 @@ def test_auto_warmup_restores_best_cross_entropy_checkpoint():
     assert valid[restored[0] - 1] == min(valid[: restored[0] + 3])
     assert clf.graph_epoch_ == restored[0] + 3 + 1
     assert clf.n_epochs_ >= clf.graph_epoch_ - 1 + 4
-    with pytest.raises(
-        ValueError,
+    with pytest.warns(
+        UserWarning,
         match=re.escape(
             "loss__warmup='auto' ends the warm-up where the validation NLL stops improving, "
-            "which needs early_stopping=True; got early_stopping=False."
+            "but early_stopping=False holds out no validation rows; the warm-up falls back "
+            "to 0.3 of max_epochs."
         ),
     ):
-        clone(clf).set_params(early_stopping=False).fit(X, y)
+        fixed = clone(clf).set_params(early_stopping=False, max_epochs=10).fit(X, y)
+    assert fixed.graph_epoch_ == 4 and fixed.loss_.warmup == 0.3
+    assert clf.loss.warmup == "auto"  # the parameter itself is untouched
 
 
 def test_auto_warmup_that_never_ends_returns_the_best_checkpoint(iris):

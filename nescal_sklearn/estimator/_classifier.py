@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -25,6 +26,9 @@ from ._module import build_module
 from ._net import NeSCalNet
 
 __all__ = ["NeSCalClassifier"]
+
+#: Warm-up fraction used by ``warmup="auto"`` when there are no validation rows.
+AUTO_WARMUP_FALLBACK = 0.3
 
 
 class NeSCalClassifier(ClassifierMixin, BaseEstimator):
@@ -288,11 +292,15 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         loss = clone(get_loss(self.loss))
         loss.validate()
         if loss.uses_neighbours and loss.warmup == "auto" and not self.early_stopping:
-            raise ValueError(
+            warnings.warn(
                 "loss__warmup='auto' ends the warm-up where the validation NLL stops "
-                "improving, which needs early_stopping=True; got early_stopping=False. Pass "
-                "an int or float warmup instead."
+                "improving, but early_stopping=False holds out no validation rows; the "
+                f"warm-up falls back to {AUTO_WARMUP_FALLBACK} of max_epochs. Pass an int "
+                "or float warmup to silence this warning.",
+                UserWarning,
+                stacklevel=3,
             )
+            loss.set_params(warmup=AUTO_WARMUP_FALLBACK)
         return loss
 
     def _mlp_kwargs(self) -> dict:
