@@ -70,13 +70,18 @@ def main(argv=None) -> int:
         n_clusters_per_class=1, random_state=0,
     )
     X = X.astype(np.float32)
-    nescal = fit(
-        NeSCalLoss(warmup=args.warmup, n_neighbors=args.neighbors, aggregation=args.aggregation),
+    js = fit(
+        NeSCalLoss(
+            warmup=args.warmup, n_neighbors=args.neighbors, aggregation=args.aggregation,
+            divergence="js", weight=1.0,
+        ),
         X, y, args,
     )
+    nescal = fit(NeSCalLoss(warmup=args.warmup, n_neighbors=args.neighbors), X, y, args)
     ce = fit("ce", X, y, args)
     # Epochs after the graph epoch: the penalty is on for NeSCal, CE runs the same epochs.
     after = slice(args.warmup + 1, args.epochs)
+    dur_js = np.median(js.history_[after, "dur"])
     dur_nescal = np.median(nescal.history_[after, "dur"])
     dur_ce = np.median(ce.history_[after, "dur"])
     graph_row = nescal.history_[args.warmup]
@@ -84,10 +89,12 @@ def main(argv=None) -> int:
     predict_ce = best_time(lambda: ce.predict_proba(X), args.repeats)
     size_nescal, size_ce = len(pickle.dumps(nescal)), len(pickle.dumps(ce))
     print(f"data: {args.rows} rows x {args.features} features, {args.classes} classes; "
-          f"default MLP; k={args.neighbors}, aggregation={args.aggregation}")
+          f"default MLP; k={args.neighbors}; NeSCal = default soft target, JS = the "
+          f"paper's penalty ({args.aggregation})")
     print(f"{'measure':42s} {'NeSCal':>10s} {'CE':>10s} {'ratio':>7s}")
     rows = [
-        ("median epoch seconds after warm-up", dur_nescal, dur_ce),
+        ("median epoch s after warm-up (default)", dur_nescal, dur_ce),
+        (f"median epoch s after warm-up (JS {args.aggregation})", dur_js, dur_ce),
         ("predict_proba seconds (best of repeats)", predict_nescal, predict_ce),
         ("pickle bytes of the fitted estimator", size_nescal, size_ce),
     ]

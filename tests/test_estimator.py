@@ -79,7 +79,9 @@ def test_zero_weight_reproduces_cross_entropy_exactly(iris):
 def test_history_records_graph_and_penalty(iris):
     X, y = iris
     clf = NeSCalClassifier(
-        loss=NeSCalLoss(warmup=3, n_neighbors=5), **dict(FAST, max_epochs=8), random_state=0
+        loss=NeSCalLoss(warmup=3, n_neighbors=5, weight=1.0),
+        **dict(FAST, max_epochs=8),
+        random_state=0,
     ).fit(X, y)
     history = clf.history_
     assert clf.graph_epoch_ == 4

@@ -23,6 +23,13 @@ _DIVERGENCES = ("js", "soft_target")
 class NeSCalLoss(TrainingLoss):
     """Neighbourhood Smoothing for Calibration (NeSCal).
 
+    The defaults are the best variant of this project's study on tabular data
+    (``docs/nescal_on_tabular.md``): the warm-up ends at the cross-entropy
+    validation optimum (``warmup="auto"``) and the penalty is the neighbour
+    soft target (``divergence="soft_target"``, ``weight=0.3``). The method as
+    published — a fixed warm-up then the Jensen–Shannon penalty — is
+    ``NeSCalLoss(warmup=<epochs>, divergence="js", weight=1.0)``.
+
     After a warm-up with the base loss, a k-nearest-neighbour graph is built once
     on the network's own embeddings of the training rows. From then on the loss is
     ``base(logits, y) + lambda(t) * mean_i JS(p_i || neighbours of i)``, the
@@ -33,11 +40,11 @@ class NeSCalLoss(TrainingLoss):
     ----------
     n_neighbors : int, default=10
         Neighbours per training row in the graph.
-    weight : float, default=1.0
+    weight : float, default=0.3
         Penalty weight lambda (>= 0) at the end of warm-up.
     schedule : {"constant", "cosine"}, default="constant"
         ``"cosine"`` decays the weight to 0 from the end of warm-up to the last epoch.
-    warmup : int, float or "auto", default=0.3
+    warmup : int, float or "auto", default="auto"
         Length of the base-loss warm-up: an ``int`` is a number of epochs, a ``float``
         in [0, 1) a fraction of ``max_epochs`` (rounded down). ``"auto"`` ends the
         warm-up where the base loss's validation NLL stops improving (no improvement
@@ -57,7 +64,7 @@ class NeSCalLoss(TrainingLoss):
         Output dimension of ``reduction`` (library default when None).
     graph_method : {"auto", "exact", "approximate"}, default="auto"
         Neighbour search, see :func:`nescal_sklearn.graph.build_knn_graph`.
-    divergence : {"js", "soft_target"}, default="js"
+    divergence : {"js", "soft_target"}, default="soft_target"
         ``"js"``: the method's Jensen–Shannon penalty (with ``aggregation``).
         ``"soft_target"``: KL from the neighbours' mean distribution (at
         ``target_temperature``) to the prediction — a neighbour-informed soft label
@@ -70,7 +77,8 @@ class NeSCalLoss(TrainingLoss):
 
     Notes
     -----
-    In a plain PyTorch loop: call :meth:`start_smoothing` once with the graph and the
+    ``warmup="auto"`` needs validation rows; ``NeSCalClassifier`` falls back to a
+    0.3 fraction (with a warning) when early stopping is off. In a plain PyTorch loop: call :meth:`start_smoothing` once with the graph and the
     initial log-probabilities of every training row, :meth:`set_epoch` at the start of
     each epoch, and ``loss(logits, target, indices=rows)`` for each batch. Before
     :meth:`start_smoothing`, the loss is the base loss alone.
@@ -94,16 +102,16 @@ class NeSCalLoss(TrainingLoss):
     def __init__(
         self,
         n_neighbors: int = 10,
-        weight: float = 1.0,
+        weight: float = 0.3,
         schedule: str = "constant",
-        warmup: int | float | str = 0.3,
+        warmup: int | float | str = "auto",
         warmup_patience: int = 5,
         aggregation: str = "pairwise",
         graph: str = "knn",
         reduction: str | None = None,
         n_components: int | None = None,
         graph_method: str = "auto",
-        divergence: str = "js",
+        divergence: str = "soft_target",
         target_temperature: float = 1.0,
         base_loss: str | TrainingLoss = "ce",
     ) -> None:
