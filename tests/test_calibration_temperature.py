@@ -445,3 +445,24 @@ def test_error_invalid_parameters(params, message):
 )
 def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)
+
+
+def test_perfectly_separated_calibration_data_warns():
+    import re
+    import warnings as _warnings
+
+    from nescal_sklearn.calibration._temperature import fit_temperature
+
+    logits = np.array([[2.0, 0.0], [0.0, 3.0], [1.0, 0.0]])
+    with pytest.warns(
+        UserWarning,
+        match=re.escape(
+            "Every calibration row is already classified correctly, so the NLL keeps "
+            "falling as the temperature goes to 0"
+        ),
+    ):
+        temperature = fit_temperature(logits, np.array([0, 1, 0]))
+    assert temperature < 0.05  # the degenerate optimum the warning is about
+    with _warnings.catch_warnings():
+        _warnings.simplefilter("error")
+        fit_temperature(logits, np.array([0, 1, 1]))  # one error: an interior optimum

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from scipy.optimize import minimize_scalar
 
@@ -42,6 +44,16 @@ def fit_temperature(
     def nll(log_temperature: float) -> float:
         return weighted_nll(logits * np.exp(-log_temperature), y, sample_weight)
 
+    if len(y) and np.all(np.argmax(logits, axis=1) == y):
+        warnings.warn(
+            "Every calibration row is already classified correctly, so the NLL keeps "
+            "falling as the temperature goes to 0 and the fitted temperature is "
+            "degenerate (near the lower bound): predictions become almost one-hot and a "
+            "single error on new data costs a large NLL. Use more calibration rows "
+            "(validation_fraction, cv) or keep the uncalibrated model.",
+            UserWarning,
+            stacklevel=3,
+        )
     result = minimize_scalar(
         nll, bounds=LOG_TEMPERATURE_BOUNDS, method="bounded", options={"xatol": 1e-10}
     )
