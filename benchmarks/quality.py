@@ -120,12 +120,20 @@ def run(args) -> list[dict]:
     todo = [key for key in plan if key not in done]
     print(f"{len(plan)} fits planned, {len(plan) - len(todo)} already recorded in {records_path}")
     cache: dict = {}
+    skipped: dict[str, str] = {}
     for i, (name, protocol, method, seed) in enumerate(todo, 1):
+        if name in skipped:
+            continue
         if (name, seed) not in cache:
             cache.clear()
             data = load_local_dataset(name, args.data_dir)
             X, y = subsample(data.X, data.y.to_numpy(), args.max_rows, seed)
-            cache[(name, seed)] = stratified_split(X, y, seed=seed)
+            try:
+                cache[(name, seed)] = stratified_split(X, y, seed=seed)
+            except ValueError as error:  # e.g. a class too rare for a 3-way stratified split
+                skipped[name] = str(error)
+                print(f"skipping {name}: {error}", flush=True)
+                continue
         split = cache[(name, seed)]
         est = make_estimator(method, protocol, args).set_params(random_state=seed)
         result = fit_and_evaluate(est, split)
@@ -146,7 +154,8 @@ def run(args) -> list[dict]:
             f"{result.extra.get('n_epochs')} ep]",
             flush=True,
         )
-    records = [done[key] for key in plan]
+    names = [n for n in names if n not in skipped]
+    records = [done[key] for key in plan if key[0] in names]
     summary = summarise(records, names, args)
     (out / "summary.md").write_text(summary)
     print(summary)
