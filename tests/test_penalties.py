@@ -367,7 +367,7 @@ def test_random_graph_is_vectorised_for_large_n():
 
 
 def test_random_graph_errors():
-    message = "n_neighbors=5 must be smaller than n_samples=5: a row cannot be its own neighbour."
+    message = "n_neighbors=5 must be smaller than n_samples=5: a row is never its own neighbour."
     with pytest.raises(ValueError, match=re.escape(message)):
         random_graph(5, 5)
     with pytest.raises(

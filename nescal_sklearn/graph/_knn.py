@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import importlib.util
 import warnings
-from numbers import Integral
 
 import numpy as np
 
+from ..penalties._random_graph import check_int, check_n_neighbors
 from ._approximate import approximate_neighbours
 from ._exact import exact_neighbours
 from ._reduce import default_n_components, l2_normalise, reduce_embeddings
@@ -50,11 +50,6 @@ def _as_array(embeddings) -> np.ndarray:
             "(check the network's outputs after warm-up)."
         )
     return data
-
-
-def _check_int(value, name: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, Integral):
-        raise TypeError(f"{name} must be an integer; got {type(value).__name__} {value!r}.")
 
 
 def build_knn_graph(
@@ -130,24 +125,17 @@ def build_knn_graph(
     """
     data = _as_array(embeddings)
     n_samples, n_features = data.shape
-    _check_int(n_neighbors, "n_neighbors")
-    if n_neighbors < 1:
-        raise ValueError(f"n_neighbors must be at least 1; got n_neighbors={n_neighbors}.")
-    if n_neighbors >= n_samples:
-        raise ValueError(
-            f"n_neighbors={n_neighbors} must be smaller than n_samples={n_samples}: a row "
-            "is never its own neighbour."
-        )
+    check_n_neighbors(n_neighbors, n_samples)
     if reduction not in _REDUCTIONS:
         raise ValueError(f"reduction must be None, 'pca' or 'umap'; got reduction={reduction!r}.")
     if method not in _METHODS:
         raise ValueError(f"method must be 'auto', 'exact' or 'approximate'; got method={method!r}.")
     if chunk_size is not None:
-        _check_int(chunk_size, "chunk_size")
+        check_int(chunk_size, "chunk_size")
         if chunk_size < 1:
             raise ValueError(f"chunk_size must be at least 1; got chunk_size={chunk_size}.")
     if n_components is not None:
-        _check_int(n_components, "n_components")
+        check_int(n_components, "n_components")
         if reduction is None:
             raise ValueError(
                 f"n_components={n_components} needs a reduction ('pca' or 'umap'); got "

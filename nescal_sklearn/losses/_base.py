@@ -10,6 +10,7 @@ This module imports torch only: no scikit-learn, no skorch.
 
 from __future__ import annotations
 
+import math
 from numbers import Real
 from typing import Any, ClassVar
 
@@ -117,21 +118,45 @@ class TrainingLoss(ParamsMixin):
         low_inclusive: bool = True,
         high_inclusive: bool = True,
     ) -> None:
-        value: Any = getattr(self, name)
-        if isinstance(value, bool) or not isinstance(value, Real):
-            raise TypeError(
-                f"{type(self).__name__}: {name} must be a real number; got "
-                f"{type(value).__name__} {value!r}."
-            )
-        below = low is not None and (value < low if low_inclusive else value <= low)
-        above = high is not None and (value > high if high_inclusive else value >= high)
-        if below or above or value != value:
-            lo = "" if low is None else f"{'>=' if low_inclusive else '>'} {low}"
-            hi = "" if high is None else f"{'<=' if high_inclusive else '<'} {high}"
-            expected = " and ".join(part for part in (lo, hi) if part)
-            raise ValueError(
-                f"{type(self).__name__}: {name} must be {expected}; got {value!r}."
-            )
+        check_real(
+            type(self).__name__,
+            name,
+            getattr(self, name),
+            low=low,
+            high=high,
+            low_inclusive=low_inclusive,
+            high_inclusive=high_inclusive,
+        )
+
+
+def check_real(
+    owner: str,
+    name: str,
+    value: Any,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_inclusive: bool = True,
+    high_inclusive: bool = True,
+) -> None:
+    """Raise unless ``value`` is a finite real number within the bounds.
+
+    Messages start with ``owner`` (a class or function name) and name the parameter
+    and the value received, e.g. ``"FocalLoss: gamma must be >= 0; got -1."``.
+    """
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise TypeError(
+            f"{owner}: {name} must be a real number; got {type(value).__name__} {value!r}."
+        )
+    below = low is not None and (value < low if low_inclusive else value <= low)
+    above = high is not None and (value > high if high_inclusive else value >= high)
+    if below or above or value != value:
+        lo = "" if low is None else f"{'>=' if low_inclusive else '>'} {low}"
+        hi = "" if high is None else f"{'<=' if high_inclusive else '<'} {high}"
+        expected = " and ".join(part for part in (lo, hi) if part)
+        raise ValueError(f"{owner}: {name} must be {expected}; got {value!r}.")
+    if not math.isfinite(value):
+        raise ValueError(f"{owner}: {name} must be finite; got {value!r}.")
 
 
 @register_loss("ce")

@@ -11,8 +11,6 @@ This module imports torch only: no scikit-learn, no skorch.
 
 from __future__ import annotations
 
-import math
-
 import torch
 
 from ._base import TrainingLoss, register_loss
@@ -35,13 +33,6 @@ __all__ = [
     "SoftAvUCLoss",
     "MarginLoss",
 ]
-
-
-def _check_finite(loss: TrainingLoss, name: str) -> None:
-    """Raise ``ValueError`` if a parameter that passed ``_check_real`` is infinite."""
-    value = getattr(loss, name)
-    if not math.isfinite(value):
-        raise ValueError(f"{type(loss).__name__}: {name} must be finite; got {value!r}.")
 
 
 @register_loss("label_smoothing")
@@ -105,7 +96,6 @@ class FocalLoss(TrainingLoss):
 
     def validate(self) -> None:
         self._check_real("gamma", low=0)
-        _check_finite(self, "gamma")
 
 
 @register_loss("flsd53")
@@ -162,7 +152,6 @@ class MMCELoss(TrainingLoss):
 
     def validate(self) -> None:
         self._check_real("weight", low=0)
-        _check_finite(self, "weight")
 
 
 @register_loss("mdca")
@@ -194,7 +183,6 @@ class MDCALoss(TrainingLoss):
 
     def validate(self) -> None:
         self._check_real("beta", low=0)
-        _check_finite(self, "beta")
 
 
 @register_loss("savuc")
@@ -237,9 +225,7 @@ class SoftAvUCLoss(TrainingLoss):
 
     def validate(self) -> None:
         self._check_real("beta", low=0)
-        _check_finite(self, "beta")
         self._check_real("temperature", low=0, low_inclusive=False)
-        _check_finite(self, "temperature")
         self._check_real("kappa", low=0, high=1, low_inclusive=False, high_inclusive=False)
 
 
@@ -276,6 +262,4 @@ class MarginLoss(TrainingLoss):
 
     def validate(self) -> None:
         self._check_real("margin", low=0)
-        _check_finite(self, "margin")
         self._check_real("weight", low=0)
-        _check_finite(self, "weight")

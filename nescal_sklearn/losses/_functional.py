@@ -11,11 +11,11 @@ This module imports torch only: no scikit-learn, no skorch.
 from __future__ import annotations
 
 import math
-from numbers import Real
-from typing import Any
 
 import torch
 import torch.nn.functional as F
+
+from ._base import check_real
 
 __all__ = [
     "label_smoothing_loss",
@@ -65,32 +65,6 @@ def _check_inputs(func: str, logits: torch.Tensor, target: torch.Tensor) -> torc
             f"{func}: target must be an integer tensor of class indices; got {target.dtype}."
         )
     return target.long()
-
-
-def _check_param(
-    func: str,
-    name: str,
-    value: Any,
-    *,
-    low: float | None = None,
-    high: float | None = None,
-    low_inclusive: bool = True,
-    high_inclusive: bool = True,
-) -> None:
-    """Raise if ``value`` is not a finite real number within the given bounds."""
-    if isinstance(value, bool) or not isinstance(value, Real):
-        raise TypeError(
-            f"{func}: {name} must be a real number; got {type(value).__name__} {value!r}."
-        )
-    below = low is not None and (value < low if low_inclusive else value <= low)
-    above = high is not None and (value > high if high_inclusive else value >= high)
-    if below or above or value != value:
-        lo = "" if low is None else f"{'>=' if low_inclusive else '>'} {low}"
-        hi = "" if high is None else f"{'<=' if high_inclusive else '<'} {high}"
-        expected = " and ".join(part for part in (lo, hi) if part)
-        raise ValueError(f"{func}: {name} must be {expected}; got {value!r}.")
-    if not math.isfinite(value):
-        raise ValueError(f"{func}: {name} must be finite; got {value!r}.")
 
 
 def _focal_terms(log_pt: torch.Tensor, gamma: float | torch.Tensor) -> torch.Tensor:
@@ -150,7 +124,7 @@ def label_smoothing_loss(
     True
     """
     target = _check_inputs("label_smoothing_loss", logits, target)
-    _check_param("label_smoothing_loss", "epsilon", epsilon, low=0, high=1)
+    check_real("label_smoothing_loss", "epsilon", epsilon, low=0, high=1)
     log_p = F.log_softmax(logits, dim=1)
     nll = -log_p.gather(1, target[:, None]).squeeze(1)
     uniform = -log_p.mean(dim=1)
@@ -195,7 +169,7 @@ def focal_loss(logits: torch.Tensor, target: torch.Tensor, gamma: float = 3.0) -
     0.0866
     """
     target = _check_inputs("focal_loss", logits, target)
-    _check_param("focal_loss", "gamma", gamma, low=0)
+    check_real("focal_loss", "gamma", gamma, low=0)
     log_pt = F.log_softmax(logits, dim=1).gather(1, target[:, None]).squeeze(1)
     return _focal_terms(log_pt, gamma).mean()
 
@@ -304,7 +278,7 @@ def mmce_loss(logits: torch.Tensor, target: torch.Tensor, weight: float = 2.0) -
     0.6548
     """
     target = _check_inputs("mmce_loss", logits, target)
-    _check_param("mmce_loss", "weight", weight, low=0)
+    check_real("mmce_loss", "weight", weight, low=0)
     log_p = F.log_softmax(logits, dim=1)
     ce = F.nll_loss(log_p, target)
     max_log_p, predicted = log_p.max(dim=1)
@@ -363,7 +337,7 @@ def mdca_loss(logits: torch.Tensor, target: torch.Tensor, beta: float = 1.0) -> 
     1.1931
     """
     target = _check_inputs("mdca_loss", logits, target)
-    _check_param("mdca_loss", "beta", beta, low=0)
+    check_real("mdca_loss", "beta", beta, low=0)
     log_p = F.log_softmax(logits, dim=1)
     ce = F.nll_loss(log_p, target)
     mean_confidence = log_p.exp().mean(dim=0)
@@ -459,9 +433,9 @@ def soft_avuc_loss(
     """
     func = "soft_avuc_loss"
     target = _check_inputs(func, logits, target)
-    _check_param(func, "beta", beta, low=0)
-    _check_param(func, "temperature", temperature, low=0, low_inclusive=False)
-    _check_param(func, "kappa", kappa, low=0, high=1, low_inclusive=False, high_inclusive=False)
+    check_real(func, "beta", beta, low=0)
+    check_real(func, "temperature", temperature, low=0, low_inclusive=False)
+    check_real(func, "kappa", kappa, low=0, high=1, low_inclusive=False, high_inclusive=False)
     log_p = F.log_softmax(logits, dim=1)
     ce = F.nll_loss(log_p, target)
     entropy = -(log_p.exp() * log_p).sum(dim=1)
@@ -528,8 +502,8 @@ def margin_loss(
     0.1
     """
     target = _check_inputs("margin_loss", logits, target)
-    _check_param("margin_loss", "margin", margin, low=0)
-    _check_param("margin_loss", "weight", weight, low=0)
+    check_real("margin_loss", "margin", margin, low=0)
+    check_real("margin_loss", "weight", weight, low=0)
     ce = F.cross_entropy(logits, target)
     gaps = logits.max(dim=1, keepdim=True).values - logits
     penalty = F.relu(gaps - margin).mean()

@@ -10,9 +10,22 @@ from torch import Tensor
 __all__ = ["random_graph"]
 
 
-def _check_int(value, name: str) -> None:
+def check_int(value, name: str) -> None:
+    """Raise ``TypeError`` unless ``value`` is an integer (not a bool)."""
     if isinstance(value, bool) or not isinstance(value, Integral):
         raise TypeError(f"{name} must be an integer; got {type(value).__name__} {value!r}.")
+
+
+def check_n_neighbors(n_neighbors, n_samples: int) -> None:
+    """Raise unless ``1 <= n_neighbors < n_samples`` (shared by every graph builder)."""
+    check_int(n_neighbors, "n_neighbors")
+    if n_neighbors < 1:
+        raise ValueError(f"n_neighbors must be at least 1; got n_neighbors={n_neighbors}.")
+    if n_neighbors >= n_samples:
+        raise ValueError(
+            f"n_neighbors={n_neighbors} must be smaller than n_samples={n_samples}: a row "
+            "is never its own neighbour."
+        )
 
 
 def random_graph(n_samples: int, n_neighbors: int, *, random_state: int | None = None) -> Tensor:
@@ -46,17 +59,10 @@ def random_graph(n_samples: int, n_neighbors: int, *, random_state: int | None =
     >>> bool((graph != torch.arange(5)[:, None]).all())
     True
     """
-    _check_int(n_samples, "n_samples")
-    _check_int(n_neighbors, "n_neighbors")
-    if n_neighbors < 1:
-        raise ValueError(f"n_neighbors must be at least 1; got n_neighbors={n_neighbors}.")
-    if n_neighbors >= n_samples:
-        raise ValueError(
-            f"n_neighbors={n_neighbors} must be smaller than n_samples={n_samples}: a row "
-            "cannot be its own neighbour."
-        )
+    check_int(n_samples, "n_samples")
+    check_n_neighbors(n_neighbors, n_samples)
     if random_state is not None:
-        _check_int(random_state, "random_state")
+        check_int(random_state, "random_state")
     generator = torch.Generator()
     if random_state is None:
         generator.seed()
