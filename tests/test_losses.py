@@ -89,14 +89,15 @@ def _np_focal(z: np.ndarray, y: np.ndarray, gammas) -> float:
 
 
 def _np_mmce_w(z: np.ndarray, y: np.ndarray) -> float:
-    """The paper's weighted MMCE, as an explicit O(n^2) double loop."""
+    """The weighted MMCE, as an explicit O(n^2) double loop (weight-total normalisation)."""
     p = _np_softmax(z)
     r = p.max(axis=1)
     correct = [i for i in range(len(y)) if p[i].argmax() == y[i]]
     wrong = [i for i in range(len(y)) if p[i].argmax() != y[i]]
-    m, n = len(correct), len(wrong)
-    if m == 0 or n == 0:
+    if not correct or not wrong:
         return 0.0
+    m = sum(1 - r[i] for i in correct)
+    n = sum(r[j] for j in wrong)
 
     def k(a, b):
         return math.exp(-abs(a - b) / 0.4)
@@ -242,10 +243,10 @@ def test_mmce_matches_paper_double_loop(seed):
 
 
 def test_mmce_hand_value():
-    # r = (sigmoid(2), sigmoid(1)); row 0 correct, row 1 wrong, so m = n = 1 and
-    # MMCE^2 = (1 - r0)^2 + r1^2 - 2 (1 - r0) r1 exp(-|r0 - r1| / 0.4).
+    # r = (sigmoid(2), sigmoid(1)); row 0 correct, row 1 wrong: m = 1 - r0, n = r1, so
+    # MMCE^2 = 1 + 1 - 2 exp(-|r0 - r1| / 0.4).
     r0, r1 = 1 / (1 + math.exp(-2)), 1 / (1 + math.exp(-1))
-    mmce2 = (1 - r0) ** 2 + r1**2 - 2 * (1 - r0) * r1 * math.exp(-abs(r0 - r1) / 0.4)
+    mmce2 = 2 - 2 * math.exp(-abs(r0 - r1) / 0.4)
     ce = (math.log(1 + math.exp(-2)) + math.log(1 + math.exp(1))) / 2
     got = mmce_loss(_t([[2.0, 0.0], [1.0, 0.0]]), _y([0, 1]), weight=1.0)
     assert float(got) == pytest.approx(ce + math.sqrt(mmce2), rel=1e-12)
@@ -277,8 +278,18 @@ def test_mmce_single_correct_or_incorrect_row(target):
     assert torch.isfinite(logits.grad).all()
 
 
+def test_mmce_is_zero_on_a_calibrated_batch():
+    # Ten rows at confidence 0.8, eight right and two wrong: calibrated, so MMCE_w = 0
+    # (the 1e-10 floor leaves 1e-5); a count-normalised MMCE would give 0.6 here.
+    logit = math.log(0.8 / 0.2)
+    z = np.tile([[logit, 0.0]], (10, 1))
+    y = np.array([0] * 8 + [1] * 2)
+    got = mmce_loss(_t(z), _y(y), weight=1.0)
+    assert float(got) == pytest.approx(_np_ce(z, y) + 1e-5, rel=1e-6)
+
+
 def test_mmce_zero_estimate_has_finite_gradient():
-    # One correct and one wrong row with r = 0.5 each: MMCE^2 = 0.25 + 0.25 - 2 * 0.25 = 0.
+    # One correct and one wrong row with r = 0.5 each: MMCE^2 = 1 + 1 - 2 = 0.
     logits = torch.zeros(2, 2, dtype=torch.float64, requires_grad=True)
     got = mmce_loss(logits, _y([0, 1]), weight=1.0)
     # The square root of the 1e-10 floor: 1e-5.
