@@ -89,30 +89,23 @@ def _np_focal(z: np.ndarray, y: np.ndarray, gammas) -> float:
 
 
 def _np_mmce_w(z: np.ndarray, y: np.ndarray) -> float:
-    """The weighted MMCE, as an explicit O(n^2) double loop (weight-total normalisation)."""
+    """The reference code's weighted MMCE, as explicit O(n^2) double loops: each block is
+    a mean over its pairs, divided again by m^2, n^2 or m n (m, n: correct, wrong counts)."""
     p = _np_softmax(z)
     r = p.max(axis=1)
     correct = [i for i in range(len(y)) if p[i].argmax() == y[i]]
     wrong = [i for i in range(len(y)) if p[i].argmax() != y[i]]
     if not correct or not wrong:
         return 0.0
-    m = sum(1 - r[i] for i in correct)
-    n = sum(r[j] for j in wrong)
+    m, n = len(correct), len(wrong)
 
     def k(a, b):
         return math.exp(-abs(a - b) / 0.4)
 
-    total = 0.0
-    for i in correct:
-        for j in correct:
-            total += (1 - r[i]) * (1 - r[j]) * k(r[i], r[j]) / m**2
-    for i in wrong:
-        for j in wrong:
-            total += r[i] * r[j] * k(r[i], r[j]) / n**2
-    for i in correct:
-        for j in wrong:
-            total -= 2 * (1 - r[i]) * r[j] * k(r[i], r[j]) / (m * n)
-    return math.sqrt(total)
+    cc = np.mean([(1 - r[i]) * (1 - r[j]) * k(r[i], r[j]) for i in correct for j in correct])
+    ww = np.mean([r[i] * r[j] * k(r[i], r[j]) for i in wrong for j in wrong])
+    cw = np.mean([(1 - r[i]) * r[j] * k(r[i], r[j]) for i in correct for j in wrong])
+    return math.sqrt(cc / m**2 + ww / n**2 - 2 * cw / (m * n))
 
 
 def _np_savuc(z: np.ndarray, y: np.ndarray, temperature: float, kappa: float) -> float:
@@ -243,10 +236,10 @@ def test_mmce_matches_paper_double_loop(seed):
 
 
 def test_mmce_hand_value():
-    # r = (sigmoid(2), sigmoid(1)); row 0 correct, row 1 wrong: m = 1 - r0, n = r1, so
-    # MMCE^2 = 1 + 1 - 2 exp(-|r0 - r1| / 0.4).
+    # r = (sigmoid(2), sigmoid(1)); row 0 correct, row 1 wrong, so m = n = 1 and
+    # MMCE^2 = (1 - r0)^2 + r1^2 - 2 (1 - r0) r1 exp(-|r0 - r1| / 0.4).
     r0, r1 = 1 / (1 + math.exp(-2)), 1 / (1 + math.exp(-1))
-    mmce2 = 2 - 2 * math.exp(-abs(r0 - r1) / 0.4)
+    mmce2 = (1 - r0) ** 2 + r1**2 - 2 * (1 - r0) * r1 * math.exp(-abs(r0 - r1) / 0.4)
     ce = (math.log(1 + math.exp(-2)) + math.log(1 + math.exp(1))) / 2
     got = mmce_loss(_t([[2.0, 0.0], [1.0, 0.0]]), _y([0, 1]), weight=1.0)
     assert float(got) == pytest.approx(ce + math.sqrt(mmce2), rel=1e-12)
@@ -278,18 +271,19 @@ def test_mmce_single_correct_or_incorrect_row(target):
     assert torch.isfinite(logits.grad).all()
 
 
-def test_mmce_is_zero_on_a_calibrated_batch():
-    # Ten rows at confidence 0.8, eight right and two wrong: calibrated, so MMCE_w = 0
-    # (the 1e-10 floor leaves 1e-5); a count-normalised MMCE would give 0.6 here.
-    logit = math.log(0.8 / 0.2)
-    z = np.tile([[logit, 0.0]], (10, 1))
-    y = np.array([0] * 8 + [1] * 2)
-    got = mmce_loss(_t(z), _y(y), weight=1.0)
-    assert float(got) == pytest.approx(_np_ce(z, y) + 1e-5, rel=1e-6)
+def test_mmce_term_shrinks_with_the_batch_as_in_the_reference():
+    # Doubling a batch (same rows twice) leaves every block mean unchanged and doubles m
+    # and n, so the reference normalisation halves MMCE_w.
+    z, y = _random_batch(7, n=12, k=3, scale=1.5)
+    single = _np_mmce_w(z, y)
+    double = _np_mmce_w(np.vstack([z, z]), np.concatenate([y, y]))
+    assert double == pytest.approx(single / 2, rel=1e-9)
+    got = mmce_loss(_t(np.vstack([z, z])), _y(np.concatenate([y, y])), weight=1.0)
+    assert float(got) == pytest.approx(_np_ce(z, y) + double, rel=1e-9)
 
 
 def test_mmce_zero_estimate_has_finite_gradient():
-    # One correct and one wrong row with r = 0.5 each: MMCE^2 = 1 + 1 - 2 = 0.
+    # One correct and one wrong row with r = 0.5 each: MMCE^2 = 0.25 + 0.25 - 2 * 0.25 = 0.
     logits = torch.zeros(2, 2, dtype=torch.float64, requires_grad=True)
     got = mmce_loss(logits, _y([0, 1]), weight=1.0)
     # The square root of the 1e-10 floor: 1e-5.
