@@ -89,3 +89,23 @@ def test_loss_object_uses_and_refreshes_the_cache():
     kl = 0.6 * math.log(1.2) + 0.4 * math.log(0.8)
     assert float(value) == pytest.approx(math.log(2) + 2 * kl, rel=1e-6)
     np.testing.assert_allclose(loss.smoothing_.cache.log_probs[0].exp().numpy(), [0.5, 0.5])
+
+
+def test_neighbourhood_smoothing_soft_target_matches_the_function():
+    from nescal_sklearn.penalties import NeighbourhoodSmoothing
+
+    neighbors = torch.tensor([[1, 2], [0, 2], [0, 1]])
+    initial = torch.log_softmax(torch.randn(3, 4, generator=torch.Generator().manual_seed(0)), -1)
+    smoothing = NeighbourhoodSmoothing(
+        neighbors, initial, divergence="soft_target", target_temperature=1.5
+    )
+    logits = torch.randn(2, 4, generator=torch.Generator().manual_seed(1))
+    expected = soft_target_penalty(
+        torch.log_softmax(logits, -1), initial[neighbors[[0, 2]]], temperature=1.5
+    )
+    got = smoothing(logits, torch.tensor([0, 2]))
+    assert float(got) == pytest.approx(float(expected), rel=1e-6)
+    with pytest.raises(
+        ValueError, match=re.escape("divergence must be 'js' or 'soft_target'; got 'kl'.")
+    ):
+        NeighbourhoodSmoothing(neighbors, initial, divergence="kl")

@@ -6,7 +6,8 @@ from numbers import Integral, Real
 
 import torch
 
-from ..penalties import NeighbourhoodSmoothing, penalty_weight, soft_target_penalty
+from ..penalties import NeighbourhoodSmoothing, penalty_weight
+from ..penalties._smoothing import DIVERGENCES
 from ._base import TrainingLoss, get_loss, register_loss
 
 __all__ = ["NeSCalLoss"]
@@ -16,7 +17,7 @@ _AGGREGATIONS = ("pairwise", "mean")
 _GRAPHS = ("knn", "random")
 _REDUCTIONS = (None, "pca", "umap")
 _METHODS = ("auto", "exact", "approximate")
-_DIVERGENCES = ("js", "soft_target")
+_DIVERGENCES = DIVERGENCES
 
 
 @register_loss("nescal")
@@ -222,7 +223,11 @@ class NeSCalLoss(TrainingLoss):
         None uses the fixed warm-up length.
         """
         self.smoothing_ = NeighbourhoodSmoothing(
-            neighbors, initial_log_probs, aggregation=self.aggregation
+            neighbors,
+            initial_log_probs,
+            aggregation=self.aggregation,
+            divergence=self.divergence,
+            target_temperature=float(self.target_temperature),
         )
         self.start_epoch_ = epoch
 
@@ -243,17 +248,6 @@ class NeSCalLoss(TrainingLoss):
         return getattr(self, "smoothing_", None) is not None
 
     # -- computation --------------------------------------------------------------
-    def _soft_target(self, logits: torch.Tensor, indices: torch.Tensor) -> torch.Tensor:
-        smoothing = self.smoothing_
-        log_p = torch.log_softmax(logits, dim=-1)
-        neighbour_ids = smoothing.neighbors[indices.to(smoothing.neighbors.device)]
-        neighbour_log_probs = smoothing.cache.neighbours(neighbour_ids).to(log_p.device)
-        value = soft_target_penalty(
-            log_p, neighbour_log_probs, temperature=float(self.target_temperature)
-        )
-        smoothing.cache.update(indices, log_p.detach())
-        return value
-
     def _base(self) -> TrainingLoss:
         if isinstance(self.base_loss, TrainingLoss):
             return self.base_loss
@@ -279,10 +273,7 @@ class NeSCalLoss(TrainingLoss):
         if not self.smoothing_active or indices is None:
             self.last_penalty_ = None
             return loss
-        if self.divergence == "soft_target":
-            penalty = self._soft_target(logits, indices)
-        else:
-            penalty = self.smoothing_(logits, indices)
+        penalty = self.smoothing_(logits, indices)
         self.last_penalty_ = float(penalty.detach())
         if weight == 0.0:
             return loss

@@ -9,6 +9,9 @@ from torch import Tensor
 
 from ._cache import PredictionCache
 from ._divergence import AGGREGATIONS, neighbourhood_penalty
+from ._soft_target import soft_target_penalty
+
+DIVERGENCES = ("js", "soft_target")
 
 __all__ = ["NeighbourhoodSmoothing"]
 
@@ -31,7 +34,13 @@ class NeighbourhoodSmoothing:
         Log-probabilities used to fill the cache (one forward pass over the
         training rows when the graph is built).
     aggregation : {"pairwise", "mean"}, default="pairwise"
-        See :func:`neighbourhood_penalty`.
+        See :func:`neighbourhood_penalty` (``divergence="js"`` only).
+    divergence : {"js", "soft_target"}, default="js"
+        ``"js"``: the Jensen–Shannon penalty of :func:`neighbourhood_penalty`;
+        ``"soft_target"``: :func:`soft_target_penalty`, KL from the neighbours' mean
+        distribution.
+    target_temperature : float, default=1.0
+        Temperature of the soft target (``divergence="soft_target"`` only).
 
     Attributes
     ----------
@@ -56,10 +65,18 @@ class NeighbourhoodSmoothing:
     """
 
     def __init__(
-        self, neighbors: Tensor, initial_log_probs: Tensor, *, aggregation: str = "pairwise"
+        self,
+        neighbors: Tensor,
+        initial_log_probs: Tensor,
+        *,
+        aggregation: str = "pairwise",
+        divergence: str = "js",
+        target_temperature: float = 1.0,
     ) -> None:
         if aggregation not in AGGREGATIONS:
             raise ValueError(f"aggregation must be 'pairwise' or 'mean'; got {aggregation!r}.")
+        if divergence not in DIVERGENCES:
+            raise ValueError(f"divergence must be 'js' or 'soft_target'; got {divergence!r}.")
         if isinstance(neighbors, np.ndarray):
             neighbors = torch.from_numpy(neighbors)
         neighbors = torch.as_tensor(neighbors)
@@ -84,6 +101,8 @@ class NeighbourhoodSmoothing:
         self.neighbors = neighbors.to(device=cache.log_probs.device, dtype=torch.int64)
         self.cache = cache
         self.aggregation = aggregation
+        self.divergence = divergence
+        self.target_temperature = target_temperature
 
     def __call__(self, logits: Tensor, indices: Tensor) -> Tensor:
         """Penalty of a batch, then refresh the batch's rows of the cache.
@@ -109,7 +128,12 @@ class NeighbourhoodSmoothing:
         log_p = F.log_softmax(logits, dim=-1)
         neighbour_ids = self.neighbors[indices.to(self.neighbors.device)]
         neighbour_log_probs = self.cache.neighbours(neighbour_ids).to(log_p.device)
-        value = neighbourhood_penalty(log_p, neighbour_log_probs, self.aggregation)
+        if self.divergence == "soft_target":
+            value = soft_target_penalty(
+                log_p, neighbour_log_probs, temperature=self.target_temperature
+            )
+        else:
+            value = neighbourhood_penalty(log_p, neighbour_log_probs, self.aggregation)
         self.cache.update(indices, log_p.detach())
         return value
 
@@ -123,5 +147,6 @@ class NeighbourhoodSmoothing:
         n_samples, k = self.neighbors.shape
         return (
             f"NeighbourhoodSmoothing(n_samples={n_samples}, n_neighbors={k}, "
-            f"n_classes={self.cache.n_classes}, aggregation={self.aggregation!r})"
+            f"n_classes={self.cache.n_classes}, aggregation={self.aggregation!r}, "
+            f"divergence={self.divergence!r})"
         )
