@@ -39,7 +39,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--neighbors", type=int, default=10)
     parser.add_argument("--aggregation", default="pairwise", choices=["pairwise", "mean"])
-    parser.add_argument("--repeats", type=int, default=5, help="predict_proba timing repeats")
+    parser.add_argument("--repeats", type=int, default=30, help="predict_proba timing repeats")
     parser.add_argument("--quick", action="store_true", help="tiny smoke run")
     args = parser.parse_args(argv)
     if args.quick:
@@ -81,9 +81,10 @@ def main(argv=None) -> int:
     ce = fit("ce", X, y, args)
     # Epochs after the graph epoch: the penalty is on for NeSCal, CE runs the same epochs.
     after = slice(args.warmup + 1, args.epochs)
-    dur_js = np.median(js.history_[after, "dur"])
-    dur_nescal = np.median(nescal.history_[after, "dur"])
-    dur_ce = np.median(ce.history_[after, "dur"])
+    # The fastest epoch of each run: interference from other processes only adds time.
+    dur_js = np.min(js.history_[after, "dur"])
+    dur_nescal = np.min(nescal.history_[after, "dur"])
+    dur_ce = np.min(ce.history_[after, "dur"])
     graph_row = nescal.history_[args.warmup]
     predict_nescal = best_time(lambda: nescal.predict_proba(X), args.repeats)
     predict_ce = best_time(lambda: ce.predict_proba(X), args.repeats)
@@ -93,8 +94,8 @@ def main(argv=None) -> int:
           f"paper's penalty ({args.aggregation})")
     print(f"{'measure':42s} {'NeSCal':>10s} {'CE':>10s} {'ratio':>7s}")
     rows = [
-        ("median epoch s after warm-up (default)", dur_nescal, dur_ce),
-        (f"median epoch s after warm-up (JS {args.aggregation})", dur_js, dur_ce),
+        ("fastest epoch s after warm-up (default)", dur_nescal, dur_ce),
+        (f"fastest epoch s after warm-up (JS {args.aggregation})", dur_js, dur_ce),
         ("predict_proba seconds (best of repeats)", predict_nescal, predict_ce),
         ("pickle bytes of the fitted estimator", size_nescal, size_ce),
     ]

@@ -23,7 +23,7 @@ def run_script(*args: str, cwd: Path = ROOT) -> str:
 
 def test_overhead_quick():
     out = run_script("benchmarks/overhead.py", "--quick")
-    assert "median epoch s after warm-up (default)" in out and "(JS pairwise)" in out
+    assert "fastest epoch s after warm-up (default)" in out and "(JS pairwise)" in out
     assert "predict_proba seconds" in out
     assert "graph build (epoch 2)" in out
 
