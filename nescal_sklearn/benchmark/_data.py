@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
+from sklearn.utils import _safe_indexing
 
 from ..estimator import NeSCalClassifier, make_tabular_pipeline
 from ._config import DatasetSpec, OpenMLSettings, Splits
@@ -37,11 +38,26 @@ class BenchmarkData:
         return len(np.unique(self.y))
 
 
+#: Rows of each class a capped dataset keeps at least (when it has them): a stratified
+#: train/validation/test split needs 3.
+MIN_ROWS_PER_CLASS = 3
+
+
 def _subsample(X, y, max_rows: int | None, seed: int = SUBSAMPLE_SEED):
+    """Stratified subsample of ``max_rows`` rows, topped up so that every class keeps at
+    least ``MIN_ROWS_PER_CLASS`` rows (a very rare class can otherwise keep 0 or 1)."""
     if max_rows is None or len(y) <= max_rows:
         return X, y
-    _, X_keep, _, y_keep = train_test_split(X, y, test_size=max_rows, stratify=y, random_state=seed)
-    return X_keep, y_keep
+    index = np.arange(len(y))
+    dropped, kept = train_test_split(index, test_size=max_rows, stratify=y, random_state=seed)
+    extra = []
+    for label in np.unique(y):
+        missing = min(MIN_ROWS_PER_CLASS, int(np.sum(y == label))) - int(np.sum(y[kept] == label))
+        if missing > 0:
+            extra.append(dropped[y[dropped] == label][:missing])
+    if extra:
+        kept = np.concatenate([kept, *extra])
+    return _safe_indexing(X, kept), y[kept]
 
 
 @functools.lru_cache(maxsize=4)
