@@ -98,12 +98,20 @@ def make_estimator(method: str, protocol: str, args) -> NeSCalClassifier:
 
 
 def subsample(X, y, max_rows: int | None, seed: int):
+    """Stratified cap of ``max_rows`` rows; classes left with fewer than 3 rows (too few
+    for the 3-way stratified split) are topped up from the rows left out."""
     if max_rows is None or len(y) <= max_rows:
         return X, y
     from sklearn.model_selection import train_test_split
+    from sklearn.utils import _safe_indexing
 
-    X, _, y, _ = train_test_split(X, y, train_size=max_rows, stratify=y, random_state=seed)
-    return X, y
+    from nescal_sklearn.benchmark._data import top_up_rare_classes
+
+    kept, dropped = train_test_split(
+        np.arange(len(y)), train_size=max_rows, stratify=y, random_state=seed
+    )
+    kept = top_up_rare_classes(kept, dropped, y)
+    return _safe_indexing(X, kept), y[kept]
 
 
 def run(args) -> list[dict]:

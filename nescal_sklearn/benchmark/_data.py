@@ -43,6 +43,17 @@ class BenchmarkData:
 MIN_ROWS_PER_CLASS = 3
 
 
+def top_up_rare_classes(kept: np.ndarray, dropped: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Add rows from ``dropped`` so that every class has at least ``MIN_ROWS_PER_CLASS``
+    rows in ``kept`` (or all its rows); ``kept`` is returned unchanged when none is short."""
+    extra = []
+    for label in np.unique(y):
+        missing = min(MIN_ROWS_PER_CLASS, int(np.sum(y == label))) - int(np.sum(y[kept] == label))
+        if missing > 0:
+            extra.append(dropped[y[dropped] == label][:missing])
+    return np.concatenate([kept, *extra]) if extra else kept
+
+
 def _subsample(X, y, max_rows: int | None, seed: int = SUBSAMPLE_SEED):
     """Stratified subsample of ``max_rows`` rows, topped up so that every class keeps at
     least ``MIN_ROWS_PER_CLASS`` rows (a very rare class can otherwise keep 0 or 1)."""
@@ -50,13 +61,7 @@ def _subsample(X, y, max_rows: int | None, seed: int = SUBSAMPLE_SEED):
         return X, y
     index = np.arange(len(y))
     dropped, kept = train_test_split(index, test_size=max_rows, stratify=y, random_state=seed)
-    extra = []
-    for label in np.unique(y):
-        missing = min(MIN_ROWS_PER_CLASS, int(np.sum(y == label))) - int(np.sum(y[kept] == label))
-        if missing > 0:
-            extra.append(dropped[y[dropped] == label][:missing])
-    if extra:
-        kept = np.concatenate([kept, *extra])
+    kept = top_up_rare_classes(kept, dropped, y)
     return _safe_indexing(X, kept), y[kept]
 
 
