@@ -6,8 +6,7 @@ from numbers import Integral, Real
 
 import torch
 
-from ..penalties import NeighbourhoodSmoothing, penalty_weight
-from ..penalties._smoothing import DIVERGENCES
+from ..penalties import DIVERGENCES, NeighbourhoodSmoothing, penalty_weight
 from ._base import TrainingLoss, get_loss, register_loss
 
 __all__ = ["NeSCalLoss"]
@@ -17,7 +16,6 @@ _AGGREGATIONS = ("pairwise", "mean")
 _GRAPHS = ("knn", "random")
 _REDUCTIONS = (None, "pca", "umap")
 _METHODS = ("auto", "exact", "approximate")
-_DIVERGENCES = DIVERGENCES
 
 
 @register_loss("nescal")
@@ -145,7 +143,7 @@ class NeSCalLoss(TrainingLoss):
             ("graph", _GRAPHS),
             ("reduction", _REDUCTIONS),
             ("graph_method", _METHODS),
-            ("divergence", _DIVERGENCES),
+            ("divergence", DIVERGENCES),
         ):
             if getattr(self, param) not in allowed:
                 raise ValueError(
