@@ -436,7 +436,7 @@ def test_smoothing_accepts_numpy_graph_and_moves():
     assert smoothing.to("cpu") is smoothing
     assert repr(smoothing) == (
         "NeighbourhoodSmoothing(n_samples=3, n_neighbors=2, n_classes=2, aggregation='mean', "
-        "divergence='js')"
+        "divergence='js', adaptive=None)"
     )
     value = smoothing(torch.zeros(1, 2), torch.tensor([1]))
     assert value.item() == pytest.approx(0.0, abs=1e-7)

@@ -107,10 +107,12 @@ class NeighbourGraph(Callback):
         module.train(was_training)
         log_probs = torch.log_softmax(torch.cat(logits).float(), dim=1)
         n_neighbors = self.loss.n_neighbors
+        similarities = None
         if self.loss.graph == "random":
             neighbors = random_graph(len(log_probs), n_neighbors, random_state=self.random_state)
         else:
             embeddings = torch.cat(recorder.outputs).float().cpu().numpy()
+            wants_similarities = getattr(self.loss, "adaptive", None) == "density"
             neighbors = build_knn_graph(
                 embeddings,
                 n_neighbors,
@@ -118,9 +120,14 @@ class NeighbourGraph(Callback):
                 n_components=self.loss.n_components,
                 method=self.loss.graph_method,
                 random_state=self.random_state,
+                return_similarities=wants_similarities,
             )
+            if wants_similarities:
+                neighbors, similarities = neighbors
+                similarities = torch.as_tensor(np.asarray(similarities), dtype=torch.float32)
         neighbors = torch.as_tensor(np.asarray(neighbors), dtype=torch.int64, device=net.device)
-        self.loss.start_smoothing(neighbors, log_probs, epoch=epoch)
+        kwargs = {} if similarities is None else {"similarities": similarities}
+        self.loss.start_smoothing(neighbors, log_probs, epoch=epoch, **kwargs)
         return time.perf_counter() - start
 
 

@@ -6,7 +6,7 @@ from numbers import Integral, Real
 
 import torch
 
-from ..penalties import DIVERGENCES, NeighbourhoodSmoothing, penalty_weight
+from ..penalties import ADAPTIVE, DIVERGENCES, NeighbourhoodSmoothing, penalty_weight
 from ._base import TrainingLoss, get_loss, register_loss
 
 __all__ = ["NeSCalLoss"]
@@ -73,6 +73,12 @@ class NeSCalLoss(TrainingLoss):
     base_loss : str or TrainingLoss, default="ce"
         The loss the penalty is added to (for example ``"label_smoothing"``). Its own
         hyperparameters are nested: ``base_loss__epsilon``.
+    adaptive : {None, "agreement", "density"}, default=None
+        Per-row strength of the penalty (see ``NeighbourhoodSmoothing``). None: every
+        row weighs ``weight``. ``"agreement"``: row ``i`` weighs
+        ``weight * (1 - q̄_i(y_i))``, the mass its neighbourhood puts on other classes
+        than its label. ``"density"``: ``weight`` times the row's mean cosine
+        similarity to its neighbours, scaled to mean 1 (needs ``graph="knn"``).
 
     Notes
     -----
@@ -113,6 +119,7 @@ class NeSCalLoss(TrainingLoss):
         divergence: str = "soft_target",
         target_temperature: float = 1.0,
         base_loss: str | TrainingLoss = "ce",
+        adaptive: str | None = None,
     ) -> None:
         self.n_neighbors = n_neighbors
         self.weight = weight
@@ -127,6 +134,7 @@ class NeSCalLoss(TrainingLoss):
         self.divergence = divergence
         self.target_temperature = target_temperature
         self.base_loss = base_loss
+        self.adaptive = adaptive
 
     # -- validation ---------------------------------------------------------------
     def validate(self) -> None:
@@ -144,6 +152,7 @@ class NeSCalLoss(TrainingLoss):
             ("reduction", _REDUCTIONS),
             ("graph_method", _METHODS),
             ("divergence", DIVERGENCES),
+            ("adaptive", ADAPTIVE),
         ):
             if getattr(self, param) not in allowed:
                 raise ValueError(
@@ -170,6 +179,11 @@ class NeSCalLoss(TrainingLoss):
             raise ValueError(
                 f"{name}: warmup as a float is a fraction of max_epochs and must be in "
                 f"[0, 1); got {warmup!r}."
+            )
+        if self.adaptive == "density" and self.graph != "knn":
+            raise ValueError(
+                f"{name}: adaptive='density' weighs rows by their similarity to kNN "
+                f"neighbours and needs graph='knn'; got graph={self.graph!r}."
             )
         if self.n_components is not None and (
             isinstance(self.n_components, bool)
@@ -214,11 +228,13 @@ class NeSCalLoss(TrainingLoss):
         initial_log_probs: torch.Tensor,
         *,
         epoch: int | None = None,
+        similarities: torch.Tensor | None = None,
     ) -> None:
         """Switch the penalty on with a neighbour graph and a filled prediction cache.
 
         ``epoch`` (0-based, the first penalised epoch) anchors the weight schedule;
-        None uses the fixed warm-up length.
+        None uses the fixed warm-up length. ``similarities`` (one per neighbour) are
+        required by ``adaptive="density"``.
         """
         self.smoothing_ = NeighbourhoodSmoothing(
             neighbors,
@@ -226,6 +242,8 @@ class NeSCalLoss(TrainingLoss):
             aggregation=self.aggregation,
             divergence=self.divergence,
             target_temperature=float(self.target_temperature),
+            adaptive=self.adaptive,
+            similarities=similarities,
         )
         self.start_epoch_ = epoch
 
@@ -271,7 +289,7 @@ class NeSCalLoss(TrainingLoss):
         if not self.smoothing_active or indices is None:
             self.last_penalty_ = None
             return loss
-        penalty = self.smoothing_(logits, indices)
+        penalty = self.smoothing_(logits, indices, target)
         self.last_penalty_ = float(penalty.detach())
         if weight == 0.0:
             return loss

@@ -9,10 +9,11 @@ from ._cache import PredictionCache
 from ._divergence import js_divergence, neighbourhood_penalty
 from ._random_graph import random_graph
 from ._schedule import penalty_weight
-from ._smoothing import DIVERGENCES, NeighbourhoodSmoothing
+from ._smoothing import ADAPTIVE, DIVERGENCES, NeighbourhoodSmoothing
 from ._soft_target import soft_target_penalty
 
 __all__ = [
+    "ADAPTIVE",
     "DIVERGENCES",
     "NeighbourhoodSmoothing",
     "PredictionCache",

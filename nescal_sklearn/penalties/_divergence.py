@@ -65,8 +65,25 @@ def js_divergence(log_p: Tensor, log_q: Tensor) -> Tensor:
     return (0.5 * (kl_pm + kl_qm)).clamp(min=0.0, max=_LOG2)
 
 
+def weighted_mean(per_row: Tensor, weights: Tensor | None) -> Tensor:
+    """``mean_i w_i v_i`` (plain mean without weights); weights are detached."""
+    if weights is None:
+        return per_row.mean()
+    weights = torch.as_tensor(weights).detach().to(per_row)
+    if weights.shape != per_row.shape[:1]:
+        raise ValueError(
+            f"weights must have shape ({per_row.shape[0]},), one per row; got "
+            f"{tuple(weights.shape)}."
+        )
+    return (weights * per_row).mean()
+
+
 def neighbourhood_penalty(
-    log_p: Tensor, neighbour_log_probs: Tensor, aggregation: str = "pairwise"
+    log_p: Tensor,
+    neighbour_log_probs: Tensor,
+    aggregation: str = "pairwise",
+    *,
+    weights: Tensor | None = None,
 ) -> Tensor:
     """Mean Jensen–Shannon divergence between rows and their neighbours' distributions.
 
@@ -82,6 +99,9 @@ def neighbourhood_penalty(
         ``"mean"``: mean over rows of ``JS(p_i, q̄_i)`` where ``q̄_i`` is the
         neighbours' mean distribution (``logsumexp_j log q_ij - log k``); cheaper
         and never larger than the pairwise value (JS is convex).
+    weights : Tensor of shape (B,), optional
+        Per-row weights (treated as constants): the mean over rows becomes
+        ``mean_i w_i JS_i``.
 
     Returns
     -------
@@ -121,6 +141,8 @@ def neighbourhood_penalty(
     if log_p.shape[0] == 0:
         return log_p.sum() * 0.0
     if aggregation == "pairwise":
-        return js_divergence(log_p.unsqueeze(1), neighbour_log_probs).mean()
-    log_q_mean = torch.logsumexp(neighbour_log_probs, dim=1) - math.log(n_neighbours)
-    return js_divergence(log_p, log_q_mean).mean()
+        per_row = js_divergence(log_p.unsqueeze(1), neighbour_log_probs).mean(dim=1)
+    else:
+        log_q_mean = torch.logsumexp(neighbour_log_probs, dim=1) - math.log(n_neighbours)
+        per_row = js_divergence(log_p, log_q_mean)
+    return weighted_mean(per_row, weights)

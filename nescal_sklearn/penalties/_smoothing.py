@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -12,6 +14,9 @@ from ._divergence import AGGREGATIONS, neighbourhood_penalty
 from ._soft_target import soft_target_penalty
 
 DIVERGENCES = ("js", "soft_target")
+
+#: Accepted values of ``adaptive``: per-row strength of the penalty.
+ADAPTIVE = (None, "agreement", "density")
 
 __all__ = ["NeighbourhoodSmoothing"]
 
@@ -41,12 +46,26 @@ class NeighbourhoodSmoothing:
         distribution.
     target_temperature : float, default=1.0
         Temperature of the soft target (``divergence="soft_target"`` only).
+    adaptive : {None, "agreement", "density"}, default=None
+        Per-row strength of the penalty. None: every row weighs 1.
+        ``"agreement"``: row ``i`` weighs ``1 - q̄_i(y_i)``, the probability its
+        neighbours' mean cached prediction puts on *other* classes than its label —
+        the penalty acts where the neighbourhood disagrees with the label and
+        vanishes where it agrees (needs ``target`` at each call).
+        ``"density"``: row ``i`` weighs its mean cosine similarity to its neighbours
+        (clipped at 0), divided by the mean over all rows — rows in dense regions
+        are smoothed more than isolated ones (needs ``similarities``).
+    similarities : Tensor or ndarray of shape (n_samples, k), optional
+        Similarity of each row to each of its neighbours (``build_knn_graph(...,
+        return_similarities=True)``); required by ``adaptive="density"``.
 
     Attributes
     ----------
     neighbors : Tensor of shape (n_samples, k), int64
     cache : PredictionCache
     aggregation : str
+    row_weights : Tensor of shape (n_samples,) or None
+        The fixed per-row weights of ``adaptive="density"``.
 
     Examples
     --------
@@ -72,7 +91,13 @@ class NeighbourhoodSmoothing:
         aggregation: str = "pairwise",
         divergence: str = "js",
         target_temperature: float = 1.0,
+        adaptive: str | None = None,
+        similarities: Tensor | None = None,
     ) -> None:
+        if adaptive not in ADAPTIVE:
+            raise ValueError(
+                f"adaptive must be None, 'agreement' or 'density'; got {adaptive!r}."
+            )
         if aggregation not in AGGREGATIONS:
             raise ValueError(f"aggregation must be 'pairwise' or 'mean'; got {aggregation!r}.")
         if divergence not in DIVERGENCES:
@@ -103,8 +128,14 @@ class NeighbourhoodSmoothing:
         self.aggregation = aggregation
         self.divergence = divergence
         self.target_temperature = target_temperature
+        self.adaptive = adaptive
+        self.row_weights = None
+        if adaptive == "density":
+            self.row_weights = _density_weights(similarities, tuple(neighbors.shape)).to(
+                cache.log_probs.device
+            )
 
-    def __call__(self, logits: Tensor, indices: Tensor) -> Tensor:
+    def __call__(self, logits: Tensor, indices: Tensor, target: Tensor | None = None) -> Tensor:
         """Penalty of a batch, then refresh the batch's rows of the cache.
 
         Parameters
@@ -113,6 +144,8 @@ class NeighbourhoodSmoothing:
             The model's logits for the batch rows.
         indices : Tensor of shape (B,), int64
             Those rows' positions in the training set (graph node ids).
+        target : Tensor of shape (B,), int64, optional
+            The rows' class indices; required by ``adaptive="agreement"``.
 
         Returns
         -------
@@ -128,19 +161,44 @@ class NeighbourhoodSmoothing:
         log_p = F.log_softmax(logits, dim=-1)
         neighbour_ids = self.neighbors[indices.to(self.neighbors.device)]
         neighbour_log_probs = self.cache.neighbours(neighbour_ids).to(log_p.device)
+        weights = self._row_weights(indices, neighbour_log_probs, target)
         if self.divergence == "soft_target":
             value = soft_target_penalty(
-                log_p, neighbour_log_probs, temperature=self.target_temperature
+                log_p, neighbour_log_probs, temperature=self.target_temperature, weights=weights
             )
         else:
-            value = neighbourhood_penalty(log_p, neighbour_log_probs, self.aggregation)
+            value = neighbourhood_penalty(
+                log_p, neighbour_log_probs, self.aggregation, weights=weights
+            )
         self.cache.update(indices, log_p.detach())
         return value
+
+    def _row_weights(
+        self, indices: Tensor, neighbour_log_probs: Tensor, target: Tensor | None
+    ) -> Tensor | None:
+        if self.adaptive == "density":
+            return self.row_weights[indices.to(self.row_weights.device)]
+        if self.adaptive != "agreement":
+            return None
+        if target is None:
+            raise ValueError("adaptive='agreement' needs the batch's target labels; got None.")
+        target = torch.as_tensor(target, device=neighbour_log_probs.device).long()
+        if target.shape != indices.shape:
+            raise ValueError(
+                f"target must have shape {tuple(indices.shape)} like indices; got "
+                f"{tuple(target.shape)}."
+            )
+        k = neighbour_log_probs.shape[1]
+        log_mean = torch.logsumexp(neighbour_log_probs.detach(), dim=1) - math.log(k)
+        on_label = log_mean.gather(1, target.unsqueeze(1)).squeeze(1).exp()
+        return (1.0 - on_label).clamp(min=0.0, max=1.0)
 
     def to(self, device: torch.device | str) -> NeighbourhoodSmoothing:
         """Move the graph and the cache to ``device`` in place and return ``self``."""
         self.neighbors = self.neighbors.to(device)
         self.cache.to(device)
+        if self.row_weights is not None:
+            self.row_weights = self.row_weights.to(device)
         return self
 
     def __repr__(self) -> str:
@@ -148,5 +206,29 @@ class NeighbourhoodSmoothing:
         return (
             f"NeighbourhoodSmoothing(n_samples={n_samples}, n_neighbors={k}, "
             f"n_classes={self.cache.n_classes}, aggregation={self.aggregation!r}, "
-            f"divergence={self.divergence!r})"
+            f"divergence={self.divergence!r}, adaptive={self.adaptive!r})"
         )
+
+
+def _density_weights(similarities, shape: tuple[int, int]) -> Tensor:
+    """Mean similarity to the neighbours, clipped at 0, scaled to mean 1 over the rows."""
+    if similarities is None:
+        raise ValueError(
+            "adaptive='density' needs the graph's similarities (build_knn_graph(..., "
+            "return_similarities=True)); got None."
+        )
+    if isinstance(similarities, np.ndarray):
+        similarities = torch.from_numpy(similarities)
+    similarities = torch.as_tensor(similarities, dtype=torch.float32)
+    if tuple(similarities.shape) != shape:
+        raise ValueError(
+            f"similarities must have the shape of neighbors {shape}; got "
+            f"{tuple(similarities.shape)}."
+        )
+    if not torch.isfinite(similarities).all():
+        raise ValueError("similarities must be finite.")
+    density = similarities.mean(dim=1).clamp(min=0.0)
+    mean = density.mean()
+    if not mean > 0:
+        return torch.ones(shape[0])
+    return density / mean

@@ -8,11 +8,17 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from ._divergence import weighted_mean
+
 __all__ = ["soft_target_penalty"]
 
 
 def soft_target_penalty(
-    log_p: Tensor, neighbour_log_probs: Tensor, *, temperature: float = 1.0
+    log_p: Tensor,
+    neighbour_log_probs: Tensor,
+    *,
+    temperature: float = 1.0,
+    weights: Tensor | None = None,
 ) -> Tensor:
     """Mean over rows of KL(q̄_i ‖ p_i), q̄_i the neighbours' mean distribution at a temperature.
 
@@ -30,6 +36,8 @@ def soft_target_penalty(
         Cached log-probabilities of each row's neighbours.
     temperature : float, default=1.0
         ``q̄`` is re-normalised as ``q̄^(1/temperature)``: > 1 softens, < 1 sharpens.
+    weights : Tensor of shape (B,), optional
+        Per-row weights (treated as constants): the result is ``mean_i w_i KL_i``.
 
     Returns
     -------
@@ -58,4 +66,6 @@ def soft_target_penalty(
     k = neighbour_log_probs.shape[1]
     log_mean = torch.logsumexp(neighbour_log_probs.detach(), dim=1) - math.log(k)
     log_target = F.log_softmax(log_mean / temperature, dim=-1)
-    return F.kl_div(log_p, log_target, reduction="none", log_target=True).sum(-1).mean()
+    per_row = F.kl_div(log_p, log_target, reduction="none", log_target=True).sum(-1)
+    return weighted_mean(per_row, weights)
+
