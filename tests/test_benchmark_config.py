@@ -147,12 +147,23 @@ NESCAL_RANDOM = {"name": "nescal_random", "loss": "nescal", "params": {"graph": 
         (
             {"datasets": [{"openml_task": 1, "sklearn": "iris"}]},
             "datasets[0]: expected an object with exactly one of the keys ['local', 'sklearn', "
-            '\'openml_task\', \'openml_suite\'], got {"openml_task": 1, "sklearn": "iris"}',
+            "'openml_task', 'openml_suite'] (and optionally 'imbalance'), got "
+            '{"openml_task": 1, "sklearn": "iris"}',
         ),
         (
             {"datasets": [{"kaggle": "titanic"}]},
-            "datasets[0].kaggle: unknown key; expected one of ['local', 'openml_suite', "
-            "'openml_task', 'sklearn']",
+            "datasets[0].kaggle: unknown key; expected one of ['imbalance', 'local', "
+            "'openml_suite', 'openml_task', 'sklearn']",
+        ),
+        (
+            {"datasets": [{"sklearn": "iris", "imbalance": 1}]},
+            "datasets[0].imbalance: expected a size ratio of the rarest to the largest class in "
+            "(0, 1), got 1",
+        ),
+        (
+            {"datasets": [{"openml_task": 31, "imbalance": 0.1}]},
+            "datasets[0].imbalance: only local and scikit-learn datasets can be made "
+            "imbalanced; got 'openml_task'",
         ),
         (
             {"datasets": [{"sklearn": "iris"}, {"sklearn": "iris"}]},

@@ -35,3 +35,45 @@ def test_cap_is_the_plain_stratified_subsample_when_no_class_is_short():
     X_new, y_new = _subsample(X, y, 1000)
     np.testing.assert_array_equal(y_new, y_old)
     assert X_new.index.equals(X_old.index)
+
+
+def test_make_imbalanced_follows_a_geometric_profile():
+    from nescal_sklearn.benchmark import make_imbalanced
+
+    y = np.repeat(["a", "b", "c", "d", "e"], [400, 500, 300, 300, 50])
+    kept = make_imbalanced(y, 0.01)
+    counts = pd.Series(y[kept]).value_counts()
+    # ranks by size: b (500), then a, c, d (ties by label), then e; n_max * 0.01**(r/4)
+    expected = {"b": 500, "a": round(500 * 0.01**0.25), "c": round(500 * 0.01**0.5)}
+    expected["d"] = round(500 * 0.01**0.75)
+    expected["e"] = 5  # 500 * 0.01
+    assert counts.to_dict() == expected
+    assert np.all(np.diff(kept) > 0)  # sorted, no row twice
+    np.testing.assert_array_equal(kept, make_imbalanced(y, 0.01))  # seeded
+
+
+def test_make_imbalanced_keeps_small_classes_and_checks_the_ratio():
+    import pytest
+
+    from nescal_sklearn.benchmark import make_imbalanced
+
+    y = np.repeat([0, 1], [1000, 20])
+    counts = np.bincount(y[make_imbalanced(y, 0.1)])
+    np.testing.assert_array_equal(counts, [1000, 20])  # 20 < 100 already: kept whole
+    with pytest.raises(ValueError, match=r"ratio must be in \(0, 1\); got 1.0"):
+        make_imbalanced(y, 1.0)
+
+
+def test_imbalanced_dataset_entry_loads_long_tailed_and_capped(tmp_path):
+    from nescal_sklearn.benchmark import DatasetSpec
+    from nescal_sklearn.benchmark._config import OpenMLSettings
+    from nescal_sklearn.benchmark._data import load_benchmark_data
+
+    spec = DatasetSpec("sklearn", "digits", imbalance=0.05)
+    data = load_benchmark_data(spec, None, OpenMLSettings(), 600)
+    counts = np.sort(np.bincount(data.y))
+    assert len(data.y) <= 600 + 10 * MIN_ROWS_PER_CLASS
+    assert counts[-1] / counts[0] >= 10  # heavily imbalanced (about 1/0.05 = 20)
+    assert data.name == "sklearn-digits-imbalance-0.05"
+    plain = load_benchmark_data(DatasetSpec("sklearn", "digits"), None, OpenMLSettings(), 600)
+    assert np.bincount(plain.y).max() / np.bincount(plain.y).min() < 1.2

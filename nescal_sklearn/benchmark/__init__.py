@@ -8,6 +8,7 @@ from ._config import (
     load_config,
     validate_config,
 )
+from ._data import make_imbalanced
 from ._datasets import DEFAULT_DATA_DIR, LocalDataset, list_local_datasets, load_local_dataset
 from ._openml import OpenMLUnavailableError
 from ._protocol import FitResult, Split, evaluate_proba, fit_and_evaluate, stratified_split
@@ -38,5 +39,6 @@ __all__ = [
     "fit_and_evaluate",
     "list_local_datasets",
     "load_local_dataset",
+    "make_imbalanced",
     "stratified_split",
 ]

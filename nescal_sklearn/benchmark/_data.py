@@ -18,7 +18,13 @@ from ._config import DatasetSpec, OpenMLSettings, Splits
 from ._datasets import _data_dir, load_local_dataset
 from ._protocol import Split, stratified_split
 
-__all__ = ["BenchmarkData", "describe_dataset", "load_benchmark_data", "make_split"]
+__all__ = [
+    "BenchmarkData",
+    "describe_dataset",
+    "load_benchmark_data",
+    "make_imbalanced",
+    "make_split",
+]
 
 #: Seed of the stratified subsample taken when a dataset has more than ``max_rows`` rows.
 SUBSAMPLE_SEED = 0
@@ -65,6 +71,55 @@ def _subsample(X, y, max_rows: int | None, seed: int = SUBSAMPLE_SEED):
     return _safe_indexing(X, kept), y[kept]
 
 
+def make_imbalanced(y: np.ndarray, ratio: float, seed: int = SUBSAMPLE_SEED) -> np.ndarray:
+    """Row indices of a long-tailed subsample: class sizes decay geometrically to ``ratio``.
+
+    Classes are ranked by size (ties by label); the largest keeps all its ``n_max``
+    rows and the class of rank ``r`` (of ``C``) keeps at most
+    ``max(MIN_ROWS_PER_CLASS, round(n_max * ratio ** (r / (C - 1))))`` rows, drawn
+    uniformly (seeded). A class already smaller keeps all its rows, so the rarest
+    class ends up at about ``ratio`` times the largest.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n_samples,)
+        Labels.
+    ratio : float in (0, 1)
+        Target size of the rarest class relative to the largest.
+    seed : int, default=SUBSAMPLE_SEED
+        Seed of the draw.
+
+    Returns
+    -------
+    ndarray of int
+        Sorted indices of the kept rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nescal_sklearn.benchmark import make_imbalanced
+    >>> y = np.repeat([0, 1, 2], 100)
+    >>> np.bincount(y[make_imbalanced(y, 0.1)])
+    array([100,  32,  10])
+    """
+    if not 0.0 < ratio < 1.0:
+        raise ValueError(f"ratio must be in (0, 1); got {ratio!r}.")
+    y = np.asarray(y)
+    labels, counts = np.unique(y, return_counts=True)
+    order = sorted(range(len(labels)), key=lambda i: (-counts[i], i))
+    n_max = counts[order[0]]
+    rng = np.random.default_rng(seed)
+    kept = []
+    for rank, i in enumerate(order):
+        exponent = rank / (len(labels) - 1) if len(labels) > 1 else 0.0
+        size = max(MIN_ROWS_PER_CLASS, int(round(n_max * ratio**exponent)))
+        rows = np.flatnonzero(y == labels[i])
+        if size < len(rows):
+            rows = rng.choice(rows, size=size, replace=False)
+        kept.append(rows)
+    return np.sort(np.concatenate(kept))
+
+
 @functools.lru_cache(maxsize=4)
 def load_benchmark_data(
     spec: DatasetSpec, data_dir: str | None, openml: OpenMLSettings, max_rows: int | None
@@ -89,7 +144,11 @@ def load_benchmark_data(
         X, y = dataset.X, dataset.y
     else:
         raise ValueError(f"OpenML suite {spec.ref!r} must be expanded into tasks before loading.")
-    X, y = _subsample(X, np.asarray(y), max_rows)
+    y = np.asarray(y)
+    if spec.imbalance is not None:
+        kept = make_imbalanced(y, spec.imbalance)
+        X, y = _safe_indexing(X, kept), y[kept]
+    X, y = _subsample(X, y, max_rows)
     if isinstance(X, pd.DataFrame):
         X = X.reset_index(drop=True)
     return BenchmarkData(spec.name, X, np.asarray(y))
@@ -151,7 +210,7 @@ def describe_dataset(
 
     Local datasets are described from the manifest without reading the parquet file.
     """
-    if spec.kind == "local":
+    if spec.kind == "local" and spec.imbalance is None:
         manifest = json.loads((Path(_data_dir(data_dir)) / "manifest.json").read_text())
         entry = next(item for item in manifest if item["name"] == spec.ref)
         rows = entry["n_rows"] if max_rows is None else min(entry["n_rows"], max_rows)

@@ -35,10 +35,17 @@ from ._specs import (
 
 
 def _dataset(path: str, entry: Any, data_dir: Path | None) -> DatasetSpec:
-    _mapping(path, entry, DATASET_KINDS)
-    if len(entry) != 1:
-        raise _fail(path, f"an object with exactly one of the keys {list(DATASET_KINDS)}", entry)
-    kind, ref = next(iter(entry.items()))
+    _mapping(path, entry, (*DATASET_KINDS, "imbalance"))
+    kinds = [key for key in entry if key in DATASET_KINDS]
+    if len(kinds) != 1:
+        raise _fail(
+            path,
+            f"an object with exactly one of the keys {list(DATASET_KINDS)} (and optionally "
+            "'imbalance')",
+            entry,
+        )
+    imbalance = _imbalance(f"{path}.imbalance", entry, kinds[0])
+    kind, ref = kinds[0], entry[kinds[0]]
     path = f"{path}.{kind}"
     if kind == "local":
         if not isinstance(ref, str):
@@ -52,7 +59,20 @@ def _dataset(path: str, entry: Any, data_dir: Path | None) -> DatasetSpec:
         _int(path, ref, 1)
     elif not (_is_int(ref) and ref >= 1) and not (isinstance(ref, str) and ref):
         raise _fail(path, "an OpenML suite id (int >= 1) or alias (str)", ref)
-    return DatasetSpec(kind, ref)
+    return DatasetSpec(kind, ref, imbalance)
+
+
+def _imbalance(path: str, entry: Any, kind: str) -> float | None:
+    if "imbalance" not in entry:
+        return None
+    value = entry["imbalance"]
+    if kind not in ("local", "sklearn"):
+        raise ConfigError(
+            path, f"only local and scikit-learn datasets can be made imbalanced; got {kind!r}"
+        )
+    if not _is_real(value) or not 0.0 < value < 1.0:
+        raise _fail(path, "a size ratio of the rarest to the largest class in (0, 1)", value)
+    return float(value)
 
 
 def _check_local_name(path: str, name: str, data_dir: Path) -> None:

@@ -85,6 +85,9 @@ def _mapping(path: str, value: Any, allowed: tuple[str, ...]) -> Mapping:
 class DatasetSpec:
     """One dataset entry: ``kind`` is local, sklearn, openml_task or openml_suite.
 
+    ``imbalance`` (local and scikit-learn sets only) makes the set long-tailed: see
+    :func:`nescal_sklearn.benchmark.make_imbalanced`.
+
     Examples
     --------
     >>> from nescal_sklearn.benchmark import DatasetSpec
@@ -94,15 +97,27 @@ class DatasetSpec:
 
     kind: str
     ref: str | int
+    imbalance: float | None = None
 
     @property
     def name(self) -> str:
-        """Name used in records, tables and file names."""
+        """Name used in records, tables and file names.
+
+        Examples
+        --------
+        >>> from nescal_sklearn.benchmark import DatasetSpec
+        >>> DatasetSpec("local", "letter", imbalance=0.05).name
+        'letter-imbalance-0.05'
+        """
         prefix = {"local": "", "sklearn": "sklearn-", "openml_task": "openml-task-"}
-        return f"{prefix.get(self.kind, 'openml-suite-')}{self.ref}"
+        name = f"{prefix.get(self.kind, 'openml-suite-')}{self.ref}"
+        return name if self.imbalance is None else f"{name}-imbalance-{self.imbalance:g}"
 
     def to_json(self) -> dict:
-        return {self.kind: self.ref}
+        out: dict[str, Any] = {self.kind: self.ref}
+        if self.imbalance is not None:
+            out["imbalance"] = self.imbalance
+        return out
 
 
 @dataclass(frozen=True)
