@@ -28,25 +28,33 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import wilcoxon
 
+from nescal_sklearn.benchmark._report import load_results
+from nescal_sklearn.benchmark._stats import confirm_records
+
 STAGES = {"raw": "raw", "ts": "temperature"}
 
 
 def load(folders: list[Path], seeds: set[int]) -> dict:
     """(method, dataset) -> stage -> metric -> list over seeds, pooled over folders.
 
-    A fit present in several folders (same record key) is counted once.
+    Each folder contributes the records its saved ``config.json`` reports (the chosen
+    grid point of every method on the confirm seeds; records of earlier versions of
+    the config are ignored). A fit present in several folders (same record key) is
+    counted once.
     """
     table: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     seen: set[str] = set()
-    paths = [p for folder in folders for p in sorted((folder / "records").glob("*.json"))]
-    for path in paths:
-        rec = json.loads(path.read_text())
-        if rec["seed"] not in seeds or rec["key"] in seen:
-            continue
-        seen.add(rec["key"])
-        for stage, key in STAGES.items():
-            for metric, value in rec["test"][key].items():
-                table[(rec["method"], rec["dataset"])][stage][metric].append(value)
+    for folder in folders:
+        config, records = load_results(folder)
+        for by_method in confirm_records(config, records).values():
+            for recs in by_method.values():
+                for rec in recs:
+                    if rec["seed"] not in seeds or rec["key"] in seen:
+                        continue
+                    seen.add(rec["key"])
+                    for stage, key in STAGES.items():
+                        for metric, value in rec["test"][key].items():
+                            table[(rec["method"], rec["dataset"])][stage][metric].append(value)
     return table
 
 

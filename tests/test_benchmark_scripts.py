@@ -64,3 +64,36 @@ def test_torch_loop_example():
     out = run_script("examples/torch_loop.py")
     nll = float(out.split("test NLL")[1].split()[0])
     assert 0 < nll < 0.5
+
+
+def test_study_summary_reports_only_the_configs_chosen_fits(tmp_path):
+    from nescal_sklearn.benchmark import load_config, run_benchmark
+
+    data = {
+        "name": "summary",
+        "output": str(tmp_path / "results"),
+        "datasets": [{"sklearn": "iris"}, {"sklearn": "wine"}],
+        "methods": [
+            {"name": "ce", "loss": "ce"},
+            {"name": "ls", "loss": "label_smoothing", "grid": {"epsilon": [0.05, 0.2]}},
+        ],
+        "calibrators": ["temperature"],
+        "search_seeds": [0],
+        "confirm_seeds": [1, 2],
+        "budget": {"max_epochs": 2, "hidden_sizes": [8]},
+    }
+    path = tmp_path / "summary.json"
+    path.write_text(json.dumps(data))
+    run_benchmark(load_config(path), progress=False, report=False)
+    # a stale record of an earlier config (another method) in the folder is ignored
+    records = sorted((tmp_path / "results" / "records").glob("*.json"))
+    stale = json.loads(records[0].read_text())
+    stale.update(key="0" * 20, method="removed_method", seed=1)
+    (tmp_path / "results" / "records" / "stale.json").write_text(json.dumps(stale))
+
+    out = run_script("benchmarks/study_summary.py", str(tmp_path / "results"), "--confirm-seeds", "1", "2")
+    assert "## Against `ce`" in out and "removed_method" not in out
+    rows = [line for line in out.splitlines() if line.startswith("| ls | raw |")]
+    assert len(rows) == 1 and "/2 |" in rows[0]  # two datasets compared
+    table = out.split("## Test NLL after temperature scaling")[1]
+    assert "| sklearn-iris |" in table and "| sklearn-wine |" in table
