@@ -20,7 +20,6 @@ run by different configs on the same datasets and seeds compare directly.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections import defaultdict
 from pathlib import Path
