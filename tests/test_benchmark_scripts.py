@@ -91,9 +91,34 @@ def test_study_summary_reports_only_the_configs_chosen_fits(tmp_path):
     stale.update(key="0" * 20, method="removed_method", seed=1)
     (tmp_path / "results" / "records" / "stale.json").write_text(json.dumps(stale))
 
-    out = run_script("benchmarks/study_summary.py", str(tmp_path / "results"), "--confirm-seeds", "1", "2")
+    out = run_script(
+        "benchmarks/study_summary.py", str(tmp_path / "results"), "--confirm-seeds", "1", "2",
+        "--best-of", "ce", "ls",
+    )
     assert "## Against `ce`" in out and "removed_method" not in out
+    assert "## Against the better of `ce` and `ls`" in out
     rows = [line for line in out.splitlines() if line.startswith("| ls | raw |")]
     assert len(rows) == 1 and "/2 |" in rows[0]  # two datasets compared
     table = out.split("## Test NLL after temperature scaling")[1]
     assert "| sklearn-iris |" in table and "| sklearn-wine |" in table
+
+
+def test_study_summary_better_of_two_references_is_chosen_per_dataset():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("study_summary", ROOT / "benchmarks" / "study_summary.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+    def cell(nll, acc):
+        return {stage: {"nll": [nll], "accuracy": [acc]} for stage in ("raw", "ts")}
+
+    table = {
+        ("a", "x"): cell(0.9, 0.5), ("ce", "x"): cell(1.0, 0.5), ("ls", "x"): cell(0.8, 0.6),
+        ("a", "y"): cell(0.5, 0.5), ("ce", "y"): cell(1.0, 0.5), ("ls", "y"): cell(2.0, 0.6),
+    }
+    datasets, changes, accuracy, _ = module.compare(table, "a", ("ce", "ls"), "ts")
+    assert datasets == ["x", "y"]
+    # x: the better reference is ls (0.8): +12.5 %; y: ce (1.0): -50 %
+    assert changes.tolist() == pytest.approx([12.5, -50.0])
+    assert accuracy.tolist() == pytest.approx([-0.1, 0.0])
