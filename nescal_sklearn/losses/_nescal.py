@@ -25,7 +25,7 @@ class NeSCalLoss(TrainingLoss):
     The defaults are the best variant of this project's study on tabular data
     (``docs/nescal_on_tabular.md``): the warm-up ends at the cross-entropy
     validation optimum (``warmup="auto"``) and the penalty is the neighbour
-    soft target (``divergence="soft_target"``, ``weight=0.3``). The method as
+    soft target (``divergence="soft_target"``, ``weight=1.0``). The method as
     published — a fixed warm-up then the Jensen–Shannon penalty — is
     ``NeSCalLoss(warmup=<epochs>, divergence="js", weight=1.0)``.
 
@@ -39,7 +39,7 @@ class NeSCalLoss(TrainingLoss):
     ----------
     n_neighbors : int, default=10
         Neighbours per training row in the graph.
-    weight : float, default=0.3
+    weight : float, default=1.0
         Penalty weight lambda (>= 0) at the end of warm-up.
     schedule : {"constant", "cosine"}, default="constant"
         ``"cosine"`` decays the weight to 0 from the end of warm-up to the last epoch.
@@ -107,7 +107,7 @@ class NeSCalLoss(TrainingLoss):
     def __init__(
         self,
         n_neighbors: int = 10,
-        weight: float = 0.3,
+        weight: float = 1.0,
         schedule: str = "constant",
         warmup: int | float | str = "auto",
         warmup_patience: int = 5,
