@@ -150,6 +150,22 @@ def test_summarise_against_a_second_reference():
     assert "| ce | clean | raw | NLL | lower on 0/3 | +100.00 % | 0.25 |" in text
 
 
+def test_summarise_against_the_better_of_two_references():
+    records = (
+        _records("ce", [1.0, 0.5, 0.4], [0.6, 0.7, 0.8])
+        + _records("label_smoothing", [0.5, 1.0, 0.4], [0.9, 0.5, 0.8])
+        # NLL vs the better (ls, ce, either): +60 %, -10 %, +0 %;
+        # AUROC vs the better (ls 0.9, ce 0.7, 0.8): -10 %, +20 %, +0 %
+        + _records("nescal", [0.8, 0.45, 0.4], [0.81, 0.84, 0.8])
+    )
+    text = shift.summarise(records, references=["ce", "label_smoothing"])
+    assert "## Against the better of `ce` and `label_smoothing` (per dataset)" in text
+    better_of = text.split("## Against the better of")[1].split("\n## ")[0]
+    assert "| nescal | clean | raw | NLL | lower on 1/3 | +0.00 % |" in better_of
+    assert "| nescal | ood_far | ts | AUROC | higher on 1/3 | +0.00 % |" in better_of
+    assert "| ce |" not in better_of and "| label_smoothing |" not in better_of
+
+
 # --------------------------------------------------------------------------- smoke run
 
 
