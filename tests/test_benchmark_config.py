@@ -347,7 +347,7 @@ def test_defaults_names_and_roundtrip(tmp_path):
     assert again == config
 
 
-@pytest.mark.parametrize("name", ["quickstart.json", "openml_cc18_subset.json", "dev_suite.json"])
+@pytest.mark.parametrize("name", sorted(p.name for p in CONFIGS.glob("*.json")))
 def test_shipped_configs_validate(name):
     try:
         config = load_config(CONFIGS / name)
@@ -356,3 +356,5 @@ def test_shipped_configs_validate(name):
             pytest.skip(str(exc))
         raise
     assert config.confirm_seeds and config.methods
+    again = validate_config(config.to_json(), check_files=False)
+    assert again == config  # e.g. the imbalance option survives the round trip
