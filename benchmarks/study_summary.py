@@ -105,6 +105,49 @@ def _comparison_table(table, methods, reference, title: str) -> None:
     print()
 
 
+def plot_changes(
+    table, methods: list[str], reference: str, path: Path, *, stage: str = "ts", limit: float = 25.0
+) -> None:
+    """Dot plot of the per-dataset relative change in test NLL of ``methods`` against
+    ``reference`` at ``stage``; changes beyond ``limit`` % are drawn at the edge as arrows."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    per_method = {}
+    for method in methods:
+        datasets, changes, _, p = compare(table, method, reference, stage)
+        per_method[method] = (dict(zip(datasets, changes, strict=True)), p)
+    order = sorted(per_method[methods[0]][0], key=lambda d: per_method[methods[0]][0][d])
+    fig, ax = plt.subplots(figsize=(7.5, 0.32 * len(order) + 1.6))
+    offsets = np.linspace(-0.25, 0.25, len(methods)) if len(methods) > 1 else [0.0]
+    for offset, method in zip(offsets, methods, strict=True):
+        changes, p = per_method[method]
+        ys = [i + offset for i, d in enumerate(order) if d in changes]
+        xs = np.array([changes[d] for d in order if d in changes])
+        clipped = np.clip(xs, -limit, limit)
+        inside = np.abs(xs) <= limit
+        label = (
+            f"{method}: {int(np.sum(xs < 0))}/{len(xs)} lower, median {np.median(xs):+.2f} %, "
+            f"p = {p:.2g}"
+        )
+        points = ax.scatter(clipped[inside], np.asarray(ys)[inside], s=22, label=label)
+        for x, y, raw in zip(clipped[~inside], np.asarray(ys)[~inside], xs[~inside], strict=True):
+            ax.scatter([x], [y], marker=">" if raw > 0 else "<", s=40, color=points.get_facecolor()[0])
+    ax.axvline(0.0, color="black", linewidth=0.8)
+    ax.axvline(-2.0, color="grey", linewidth=0.8, linestyle="--", label="the bar's median (−2 %)")
+    ax.set_yticks(range(len(order)), order)
+    ax.set_xlim(-limit * 1.05, limit * 1.05)
+    stage_name = "after temperature scaling" if stage == "ts" else "raw"
+    ax.set_xlabel(f"change in test NLL vs {reference}, {stage_name} (%; lower is better)")
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.3 / len(order)), fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("results", type=Path, nargs="+", help="one or more results folders")
@@ -113,6 +156,14 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--best-of", nargs="*", default=["ce", "label_smoothing"],
         help="also compare with the per-dataset better of these methods (none: skip)",
+    )
+    parser.add_argument(
+        "--plot", type=Path, default=None,
+        help="also draw the per-dataset changes against the first reference to this PNG",
+    )
+    parser.add_argument(
+        "--plot-methods", nargs="+", default=None,
+        help="methods drawn by --plot (default: every method but the references)",
     )
     args = parser.parse_args(argv)
     table = load(args.results, set(args.confirm_seeds))
@@ -151,6 +202,13 @@ def main(argv=None) -> int:
             for m in methods
         ]
         print(f"| {d} | " + " | ".join(cells) + " |")
+    if args.plot is not None:
+        drawn = args.plot_methods or [m for m in methods if m not in args.references]
+        unknown = sorted(set(drawn) - set(methods))
+        if unknown:
+            parser.error(f"--plot-methods: no records of {unknown}; methods are {methods}")
+        plot_changes(table, drawn, args.references[0], args.plot)
+        print(f"\nFigure: {args.plot}")
     return 0
 
 

@@ -93,8 +93,9 @@ def test_study_summary_reports_only_the_configs_chosen_fits(tmp_path):
 
     out = run_script(
         "benchmarks/study_summary.py", str(tmp_path / "results"), "--confirm-seeds", "1", "2",
-        "--best-of", "ce", "ls",
+        "--best-of", "ce", "ls", "--plot", str(tmp_path / "changes.png"),
     )
+    assert (tmp_path / "changes.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "## Against `ce`" in out and "removed_method" not in out
     assert "## Against the better of `ce` and `ls`" in out
     rows = [line for line in out.splitlines() if line.startswith("| ls | raw |")]
