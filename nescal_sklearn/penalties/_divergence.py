@@ -65,6 +65,14 @@ def js_divergence(log_p: Tensor, log_q: Tensor) -> Tensor:
     return (0.5 * (kl_pm + kl_qm)).clamp(min=0.0, max=_LOG2)
 
 
+def neighbour_mean_log_probs(neighbour_log_probs: Tensor) -> Tensor:
+    """Log of the neighbours' mean distribution: ``logsumexp_j log q_ij - log k``.
+
+    ``neighbour_log_probs`` has shape (B, k, C); the result has shape (B, C).
+    """
+    return torch.logsumexp(neighbour_log_probs, dim=1) - math.log(neighbour_log_probs.shape[1])
+
+
 def weighted_mean(per_row: Tensor, weights: Tensor | None) -> Tensor:
     """``mean_i w_i v_i`` (plain mean without weights); weights are detached."""
     if weights is None:
@@ -143,6 +151,5 @@ def neighbourhood_penalty(
     if aggregation == "pairwise":
         per_row = js_divergence(log_p.unsqueeze(1), neighbour_log_probs).mean(dim=1)
     else:
-        log_q_mean = torch.logsumexp(neighbour_log_probs, dim=1) - math.log(n_neighbours)
-        per_row = js_divergence(log_p, log_q_mean)
+        per_row = js_divergence(log_p, neighbour_mean_log_probs(neighbour_log_probs))
     return weighted_mean(per_row, weights)

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from ._cache import PredictionCache
-from ._divergence import AGGREGATIONS, neighbourhood_penalty
+from ._divergence import AGGREGATIONS, neighbour_mean_log_probs, neighbourhood_penalty
 from ._soft_target import soft_target_penalty
 
 DIVERGENCES = ("js", "soft_target")
@@ -188,8 +186,7 @@ class NeighbourhoodSmoothing:
                 f"target must have shape {tuple(indices.shape)} like indices; got "
                 f"{tuple(target.shape)}."
             )
-        k = neighbour_log_probs.shape[1]
-        log_mean = torch.logsumexp(neighbour_log_probs.detach(), dim=1) - math.log(k)
+        log_mean = neighbour_mean_log_probs(neighbour_log_probs.detach())
         on_label = log_mean.gather(1, target.unsqueeze(1)).squeeze(1).exp()
         return (1.0 - on_label).clamp(min=0.0, max=1.0)
 

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import math
-
-import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ._divergence import weighted_mean
+from ._divergence import neighbour_mean_log_probs, weighted_mean
 
 __all__ = ["soft_target_penalty"]
 
@@ -63,8 +60,7 @@ def soft_target_penalty(
         )
     if not temperature > 0:
         raise ValueError(f"temperature must be > 0; got {temperature!r}.")
-    k = neighbour_log_probs.shape[1]
-    log_mean = torch.logsumexp(neighbour_log_probs.detach(), dim=1) - math.log(k)
+    log_mean = neighbour_mean_log_probs(neighbour_log_probs.detach())
     log_target = F.log_softmax(log_mean / temperature, dim=-1)
     per_row = F.kl_div(log_p, log_target, reduction="none", log_target=True).sum(-1)
     return weighted_mean(per_row, weights)
