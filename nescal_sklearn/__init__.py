@@ -17,6 +17,7 @@ _EXPORTS: dict[str, str] = {
     "NeSCalClassifier": "estimator",
     "TabularMLP": "estimator",
     "make_tabular_pipeline": "estimator",
+    "make_tabular_preprocessor": "estimator",
     # losses
     "NeSCalLoss": "losses",
     "CrossEntropyLoss": "losses",
@@ -45,6 +46,7 @@ _EXPORTS: dict[str, str] = {
     # exceptions
     "NeSCalError": "exceptions",
     "NotFittedError": "exceptions",
+    "PenaltyInactiveWarning": "exceptions",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -73,8 +75,13 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
         CalibratedTemperature,
         CalibratedVectorScaling,
     )
-    from .estimator import NeSCalClassifier, TabularMLP, make_tabular_pipeline  # noqa: F401
-    from .exceptions import NeSCalError, NotFittedError  # noqa: F401
+    from .estimator import (  # noqa: F401
+        NeSCalClassifier,
+        TabularMLP,
+        make_tabular_pipeline,
+        make_tabular_preprocessor,
+    )
+    from .exceptions import NeSCalError, NotFittedError, PenaltyInactiveWarning  # noqa: F401
     from .graph import build_knn_graph  # noqa: F401
     from .losses import CrossEntropyLoss, NeSCalLoss, TrainingLoss, get_loss  # noqa: F401
     from .metrics import (  # noqa: F401

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sklearn.exceptions import NotFittedError as _SklearnNotFittedError
 
-__all__ = ["NeSCalError", "NotFittedError"]
+__all__ = ["NeSCalError", "NotFittedError", "PenaltyInactiveWarning"]
 
 
 class NeSCalError(Exception):
@@ -16,4 +16,14 @@ class NotFittedError(NeSCalError, _SklearnNotFittedError):
 
     Inherits from :class:`sklearn.exceptions.NotFittedError`, so code that catches
     scikit-learn's error catches this one too.
+    """
+
+
+class PenaltyInactiveWarning(UserWarning):
+    """``NeSCalClassifier`` returned a model that the smoothing penalty never trained.
+
+    Raised at the end of ``fit`` when a neighbour loss (NeSCal) ends up as plain
+    base-loss training: the warm-up never ended, so no graph was built, or early
+    stopping restored an epoch from before the graph. The fitted attribute
+    ``penalty_status_`` records which (``"no_graph"`` or ``"warmup_checkpoint"``).
     """

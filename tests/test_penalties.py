@@ -386,7 +386,7 @@ def test_random_graph_errors():
 def test_smoothing_uses_the_old_cache_then_refreshes_it():
     neighbors = torch.tensor([[1], [0]])
     initial = _log([[0.9, 0.1], [0.1, 0.9]], torch.float32)
-    smoothing = NeighbourhoodSmoothing(neighbors, initial)
+    smoothing = NeighbourhoodSmoothing(neighbors, initial, divergence="js")
     logits = torch.zeros(2, 2, requires_grad=True)
     value = smoothing(logits, torch.tensor([0, 1]))
     uniform = _log([0.5, 0.5], torch.float32)
@@ -409,20 +409,20 @@ def test_smoothing_penalty_decreases_as_predictions_move_towards_neighbours():
     start = torch.randn(10, c) * 3
     values = []
     for step in torch.linspace(0.0, 1.0, 6):
-        smoothing = NeighbourhoodSmoothing(neighbors, initial)
+        smoothing = NeighbourhoodSmoothing(neighbors, initial, divergence="js")
         logits = (1 - step) * start + step * q_logits
         values.append(smoothing(logits, batch).item())
     assert all(a > b for a, b in zip(values, values[1:], strict=False)), values
     assert values[-1] == pytest.approx(0.0, abs=1e-6)
 
     # A gradient step on the penalty alone lowers it too.
-    smoothing = NeighbourhoodSmoothing(neighbors, initial)
+    smoothing = NeighbourhoodSmoothing(neighbors, initial, divergence="js")
     logits = start.clone().requires_grad_(True)
     before = smoothing(logits, batch)
     before.backward()
     with torch.no_grad():
         moved = logits - 5.0 * logits.grad
-    after = NeighbourhoodSmoothing(neighbors, initial)(moved, batch)
+    after = NeighbourhoodSmoothing(neighbors, initial, divergence="js")(moved, batch)
     assert after.item() < before.item()
 
 
@@ -431,6 +431,7 @@ def test_smoothing_accepts_numpy_graph_and_moves():
         np.array([[1, 2], [0, 2], [0, 1]], dtype=np.int32),
         torch.full((3, 2), math.log(0.5)),
         aggregation="mean",
+        divergence="js",
     )
     assert smoothing.neighbors.dtype == torch.int64
     assert smoothing.to("cpu") is smoothing
@@ -464,3 +465,15 @@ def test_smoothing_errors():
     message = "logits must have shape (B, n_classes) and indices shape (B,); got (2, 2) and (3,)."
     with pytest.raises(ValueError, match=re.escape(message)):
         smoothing(torch.zeros(2, 2), torch.tensor([0, 1, 2]))
+
+
+@pytest.mark.parametrize("bad", [-1, 3])
+def test_smoothing_rejects_indices_outside_the_cache(bad):
+    # A validation row's sentinel (-1) or any out-of-range id must never read or
+    # overwrite a real cache row.
+    initial = torch.log(torch.tensor([[0.9, 0.1], [0.2, 0.8], [0.5, 0.5]]))
+    smoothing = NeighbourhoodSmoothing(torch.tensor([[1], [2], [0]]), initial)
+    message = f"indices must be training-row positions in [0, 3); got values in [{min(bad, 0)}, {max(bad, 0)}]."
+    with pytest.raises(IndexError, match=re.escape(message)):
+        smoothing(torch.zeros(2, 2), torch.tensor([0, bad]))
+    torch.testing.assert_close(smoothing.cache.log_probs, initial)

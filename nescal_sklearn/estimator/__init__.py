@@ -2,6 +2,6 @@
 
 from ._classifier import NeSCalClassifier
 from ._module import TabularMLP
-from ._pipeline import make_tabular_pipeline
+from ._pipeline import make_tabular_pipeline, make_tabular_preprocessor
 
-__all__ = ["NeSCalClassifier", "TabularMLP", "make_tabular_pipeline"]
+__all__ = ["NeSCalClassifier", "TabularMLP", "make_tabular_pipeline", "make_tabular_preprocessor"]

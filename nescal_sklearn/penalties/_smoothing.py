@@ -20,13 +20,19 @@ __all__ = ["NeighbourhoodSmoothing"]
 
 
 class NeighbourhoodSmoothing:
-    """NeSCal penalty: Jensen–Shannon divergence between each row and its graph neighbours.
+    """NeSCal penalty: each row's prediction against its graph neighbours' cached ones.
 
     Holds the neighbour graph and a :class:`PredictionCache`. Calling it on a
     batch's logits and row indices returns the (unweighted) penalty, computed
     against the neighbours' *cached* distributions, and then refreshes the
     batch's own rows of the cache with its detached predictions. Multiply by
     the weight λ(t) (see :func:`penalty_weight`) and add to the cross-entropy.
+
+    The default penalty is the neighbour soft target (``divergence="soft_target"``):
+    KL from the neighbours' mean cached distribution to the row's prediction, the
+    best variant of this project's study and the default of
+    :class:`~nescal_sklearn.losses.NeSCalLoss`. The method as published is the
+    Jensen–Shannon penalty, ``divergence="js"`` (with ``aggregation``).
 
     Parameters
     ----------
@@ -38,10 +44,10 @@ class NeighbourhoodSmoothing:
         training rows when the graph is built).
     aggregation : {"pairwise", "mean"}, default="pairwise"
         See :func:`neighbourhood_penalty` (``divergence="js"`` only).
-    divergence : {"js", "soft_target"}, default="js"
-        ``"js"``: the Jensen–Shannon penalty of :func:`neighbourhood_penalty`;
+    divergence : {"soft_target", "js"}, default="soft_target"
         ``"soft_target"``: :func:`soft_target_penalty`, KL from the neighbours' mean
-        distribution.
+        distribution; ``"js"``: the published method's Jensen–Shannon penalty,
+        :func:`neighbourhood_penalty`.
     target_temperature : float, default=1.0
         Temperature of the soft target (``divergence="soft_target"`` only).
     adaptive : {None, "agreement", "density"}, default=None
@@ -71,11 +77,11 @@ class NeighbourhoodSmoothing:
     >>> from nescal_sklearn.penalties import NeighbourhoodSmoothing
     >>> neighbors = torch.tensor([[1], [0], [1]])
     >>> initial = torch.log(torch.tensor([[0.5, 0.5], [0.9, 0.1], [0.2, 0.8]]))
-    >>> smoothing = NeighbourhoodSmoothing(neighbors, initial)
+    >>> smoothing = NeighbourhoodSmoothing(neighbors, initial, divergence="js")
     >>> logits = torch.zeros(2, 2, requires_grad=True)  # batch: rows 0 and 2
     >>> penalty = smoothing(logits, torch.tensor([0, 2]))
     >>> penalty.backward()
-    >>> round(penalty.item(), 4)
+    >>> round(penalty.item(), 4)  # mean of JS((.5,.5), (.9,.1)) and JS((.5,.5), (.9,.1))
     0.1017
     >>> smoothing.cache.log_probs[2].exp()  # refreshed with the batch's prediction
     tensor([0.5000, 0.5000])
@@ -87,7 +93,7 @@ class NeighbourhoodSmoothing:
         initial_log_probs: Tensor,
         *,
         aggregation: str = "pairwise",
-        divergence: str = "js",
+        divergence: str = "soft_target",
         target_temperature: float = 1.0,
         adaptive: str | None = None,
         similarities: Tensor | None = None,
@@ -155,6 +161,12 @@ class NeighbourhoodSmoothing:
             raise ValueError(
                 "logits must have shape (B, n_classes) and indices shape (B,); got "
                 f"{tuple(logits.shape)} and {tuple(indices.shape)}."
+            )
+        n_samples = self.cache.n_samples
+        if indices.numel() and (int(indices.min()) < 0 or int(indices.max()) >= n_samples):
+            raise IndexError(
+                f"indices must be training-row positions in [0, {n_samples}); got values in "
+                f"[{int(indices.min())}, {int(indices.max())}]."
             )
         log_p = F.log_softmax(logits, dim=-1)
         neighbour_ids = self.neighbors[indices.to(self.neighbors.device)]
