@@ -16,11 +16,26 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.preprocessing import StandardScaler
 from torch import nn
 
-import nescal_sklearn.estimator._callbacks as callbacks_module
-from nescal_sklearn import NeSCalClassifier, make_tabular_pipeline
+from nescal_sklearn import NeSCalClassifier, PenaltyInactiveWarning, make_tabular_pipeline
+from nescal_sklearn.graph import embed_rows, random_graph
 from nescal_sklearn.losses import NeSCalLoss
 
 FAST = dict(hidden_sizes=(16,), max_epochs=6, batch_size=32, lr=1e-2)
+
+
+def spy_on_graph_builds(monkeypatch) -> list[dict]:
+    """Record every graph build: the rows it saw, its keyword arguments, its runtime."""
+    seen: list[dict] = []
+    original = NeSCalLoss.build_runtime
+
+    def spy(self, module, X, **kwargs):
+        runtime = original(self, module, X, **kwargs)
+        embeddings, _ = embed_rows(module, X, embedding_layer=kwargs.get("embedding_layer"))
+        seen.append({"X": X, "kwargs": kwargs, "runtime": runtime, "dim": embeddings.shape[1]})
+        return runtime
+
+    monkeypatch.setattr(NeSCalLoss, "build_runtime", spy)
+    return seen
 
 
 @pytest.fixture(scope="module")
@@ -109,35 +124,27 @@ def test_cosine_schedule_decays_weight(iris):
 
 def test_graph_uses_training_rows_only(iris, monkeypatch):
     X, y = iris
-    seen = {}
-    original = callbacks_module.build_knn_graph
-
-    def spy(embeddings, n_neighbors, **kwargs):
-        seen["n_rows"] = len(embeddings)
-        return original(embeddings, n_neighbors, **kwargs)
-
-    monkeypatch.setattr(callbacks_module, "build_knn_graph", spy)
+    seen = spy_on_graph_builds(monkeypatch)
     NeSCalClassifier(loss=NeSCalLoss(warmup=1), **FAST, validation_fraction=0.2).fit(X, y)
-    assert seen["n_rows"] == 150 - 30
-    seen.clear()
+    assert len(seen[0]["X"]) == 150 - 30
+    assert seen[0]["runtime"].smoothing.cache.n_samples == 120
     perm = np.random.default_rng(0).permutation(len(X))
     train, val = perm[:100], perm[100:]
     NeSCalClassifier(loss=NeSCalLoss(warmup=1), **FAST).fit(
         X[train], y[train], X_val=X[val], y_val=y[val]
     )
-    assert seen["n_rows"] == 100
+    np.testing.assert_array_equal(seen[1]["X"].numpy(), X[train])
 
 
-def test_random_graph_control_skips_knn(iris, monkeypatch):
+def test_random_graph_control_uses_random_neighbours(iris, monkeypatch):
     X, y = iris
-
-    def fail(*args, **kwargs):
-        raise AssertionError("the random-graph control must not search neighbours")
-
-    monkeypatch.setattr(callbacks_module, "build_knn_graph", fail)
+    seen = spy_on_graph_builds(monkeypatch)
     clf = NeSCalClassifier(loss=NeSCalLoss(warmup=1, graph="random"), **FAST, random_state=0)
     clf.fit(X, y)
     assert clf.graph_epoch_ == 2
+    built = seen[0]
+    expected = random_graph(120, 10, random_state=built["kwargs"]["random_state"])
+    torch.testing.assert_close(built["runtime"].smoothing.neighbors, expected)
 
 
 def test_early_stopping_counts_from_warmup_and_restores_best():
@@ -191,14 +198,35 @@ def test_auto_warmup_restores_best_cross_entropy_checkpoint():
     assert clf.loss.warmup == "auto"  # the parameter itself is untouched
 
 
-def test_auto_warmup_that_never_ends_returns_the_best_checkpoint(iris):
+def test_auto_warmup_that_never_ends_warns_and_returns_the_best_checkpoint(iris):
     X, y = iris
     clf = NeSCalClassifier(
         loss=NeSCalLoss(warmup="auto", warmup_patience=50), **dict(FAST, max_epochs=8)
-    ).fit(X, y)
-    assert clf.graph_epoch_ is None  # validation NLL never stalled for 50 epochs
+    )
+    message = (
+        "NeSCalClassifier returned a model trained without the smoothing penalty, i.e. plain "
+        "'ce' training: the warm-up never ended (warmup='auto' ends it once the validation "
+        "NLL has not improved for warmup_patience=50 epochs, and max_epochs=8 ran out "
+        "first), so the neighbour graph was never built. penalty_status_='no_graph'."
+    )
+    with pytest.warns(PenaltyInactiveWarning, match=re.escape(message)):
+        clf.fit(X, y)
+    assert clf.graph_epoch_ is None and clf.penalty_status_ == "no_graph"
     valid = clf.history_[:, "valid_loss"]
     assert valid[clf.best_epoch_ - 1] == min(valid)
+
+
+def test_fixed_warmup_past_the_budget_is_refused(iris):
+    X, y = iris
+    message = (
+        "loss__warmup=8 ends the warm-up at epoch 9, after the last of max_epochs=6: the "
+        "neighbour graph would never be built. Pass a shorter warmup, a fraction in [0, 1), "
+        "or more max_epochs."
+    )
+    with pytest.raises(ValueError, match=re.escape(message)):
+        NeSCalClassifier(loss=NeSCalLoss(warmup=8), **FAST).fit(X, y)
+    with pytest.raises(ValueError, match=re.escape("loss__warmup=6 ends the warm-up at epoch 7")):
+        NeSCalClassifier(loss=NeSCalLoss(warmup=6), **FAST).fit(X, y)
 
 
 def test_nested_loss_params_clone_and_grid_search(iris):
@@ -222,17 +250,20 @@ def test_nested_loss_params_clone_and_grid_search(iris):
 def test_fit_does_not_mutate_loss_param(iris):
     X, y = iris
     loss = NeSCalLoss(warmup=1)
+    before = dict(vars(loss))
     clf = NeSCalClassifier(loss=loss, **FAST).fit(X, y)
-    assert not loss.smoothing_active and not hasattr(loss, "current_weight_")
+    assert clf.graph_epoch_ == 2
+    assert vars(loss) == before  # the spec is never written to
     assert clf.loss is loss and clf.loss_ is not loss
+    assert vars(clf.loss_) == before  # the fitted spec holds settings only
 
 
 def test_fitted_model_keeps_no_graph_or_cache(iris):
     X, y = iris
     kw = dict(FAST, random_state=0)
-    nescal = NeSCalClassifier(**kw).fit(X, y)
+    nescal = NeSCalClassifier(loss=NeSCalLoss(warmup=1), **kw).fit(X, y)
     ce = NeSCalClassifier(loss="ce", **kw).fit(X, y)
-    assert not nescal.loss_.smoothing_active
+    assert nescal.graph_epoch_ == 2
     for value in vars(nescal).values():
         assert not (isinstance(value, torch.Tensor) and value.shape[0] == len(X))
     size_nescal = len(pickle.dumps(nescal.module_))
@@ -273,23 +304,17 @@ class TwoLayer(nn.Module):
 
 def test_custom_module_class_instance_and_embedding_layer(iris, monkeypatch):
     X, y = iris
-    seen = {}
-    original = callbacks_module.build_knn_graph
-
-    def spy(embeddings, n_neighbors, **kwargs):
-        seen["dim"] = embeddings.shape[1]
-        return original(embeddings, n_neighbors, **kwargs)
-
-    monkeypatch.setattr(callbacks_module, "build_knn_graph", spy)
+    seen = spy_on_graph_builds(monkeypatch)
     kw = dict(max_epochs=4, loss=NeSCalLoss(warmup=1), random_state=0)
     NeSCalClassifier(module=TwoLayer, module_kwargs={"width": 6}, **kw).fit(X, y)
-    assert seen["dim"] == 6
+    assert seen[-1]["dim"] == 6
     NeSCalClassifier(module=TwoLayer, embedding_layer="body.0", **kw).fit(X, y)
-    assert seen["dim"] == 4  # input of the first layer: the features
+    assert seen[-1]["kwargs"]["embedding_layer"] == "body.0"
+    assert seen[-1]["dim"] == 4  # input of the first layer: the features
     instance = TwoLayer(4, 3, width=5)
     before = {k: v.clone() for k, v in instance.state_dict().items()}
     clf = NeSCalClassifier(module=instance, **kw).fit(X, y)
-    assert seen["dim"] == 5
+    assert seen[-1]["dim"] == 5
     assert all(torch.equal(before[k], v) for k, v in instance.state_dict().items())
     assert clf.module_ is not instance
 
@@ -329,7 +354,7 @@ def test_mixup_trains_and_changes_the_fit(iris):
         (lambda X, y: (np.where(np.arange(X.size).reshape(X.shape) == 5, np.inf, X), y), "Input X contains infinity"),
         (
             lambda X, y: (X, np.zeros(len(y))),
-            "NeSCalClassifier needs samples of at least 2 classes in y; got 1 class: np.float64(0.0).",
+            "NeSCalClassifier needs samples of at least 2 classes in y; got 1 class: 0.0.",
         ),
     ],
 )
@@ -386,7 +411,7 @@ def test_small_class_cannot_be_split():
         ValueError,
         match=re.escape(
             "early_stopping=True holds out validation_fraction=0.2 of the rows stratified by "
-            "class, which needs at least 2 rows of every class; class np.int64(2) has 1. "
+            "class, which needs at least 2 rows of every class; class 2 has 1. "
             "Pass early_stopping=False, X_val and y_val, or more data."
         ),
     ):

@@ -159,11 +159,11 @@ def test_umap_reduction_runs_on_a_small_set(points):
         ({"n_neighbors": 0}, "n_neighbors must be at least 1; got n_neighbors=0."),
         (
             {"n_neighbors": 3, "reduction": "tsne"},
-            "reduction must be None, 'pca' or 'umap'; got reduction='tsne'.",
+            "reduction must be one of [None, 'pca', 'umap']; got reduction='tsne'.",
         ),
         (
             {"n_neighbors": 3, "method": "faiss"},
-            "method must be 'auto', 'exact' or 'approximate'; got method='faiss'.",
+            "method must be one of ['auto', 'exact', 'approximate']; got method='faiss'.",
         ),
         (
             {"n_neighbors": 3, "reduction": "pca", "n_components": 13},

@@ -14,13 +14,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.spatial.distance import jensenshannon
 
+from nescal_sklearn.graph import random_graph
 from nescal_sklearn.penalties import (
     NeighbourhoodSmoothing,
     PredictionCache,
     js_divergence,
     neighbourhood_penalty,
     penalty_weight,
-    random_graph,
 )
 
 LOG2 = math.log(2.0)

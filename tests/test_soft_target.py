@@ -77,20 +77,6 @@ def test_errors():
         NeSCalLoss(target_temperature=-1.0).validate()
 
 
-def test_loss_object_uses_and_refreshes_the_cache():
-    loss = NeSCalLoss(divergence="soft_target", weight=2.0, warmup=0)
-    neighbors = torch.tensor([[1], [0]])
-    initial = torch.log(torch.tensor([[0.9, 0.1], [0.6, 0.4]]))
-    loss.start_smoothing(neighbors, initial)
-    loss.set_epoch(0, max_epochs=5)
-    logits = torch.zeros(1, 2)
-    value = loss(logits, torch.tensor([0]), indices=torch.tensor([0]))
-    # CE(uniform, class 0) + 2 * KL((0.6, 0.4) || (0.5, 0.5))
-    kl = 0.6 * math.log(1.2) + 0.4 * math.log(0.8)
-    assert float(value) == pytest.approx(math.log(2) + 2 * kl, rel=1e-6)
-    np.testing.assert_allclose(loss.smoothing_.cache.log_probs[0].exp().numpy(), [0.5, 0.5])
-
-
 def test_neighbourhood_smoothing_soft_target_matches_the_function():
     from nescal_sklearn.penalties import NeighbourhoodSmoothing
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import numbers
 import warnings
 from collections.abc import Sequence
@@ -17,11 +18,13 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 from skorch.callbacks import PassthroughScoring, ProgressBar
+from skorch.dataset import Dataset
 from skorch.helper import predefined_split
 from torch import nn
 
+from ..exceptions import PenaltyInactiveWarning
 from ..losses import TrainingLoss, get_loss
-from ._callbacks import EarlyStoppingAfterWarmup, NeighbourGraph
+from ._callbacks import BuildNeighbourhood, EarlyStoppingAfterWarmup, PenaltySchedule, WarmupEnd
 from ._module import build_module
 from ._net import NeSCalNet
 
@@ -30,16 +33,32 @@ __all__ = ["NeSCalClassifier"]
 #: Warm-up fraction used by ``warmup="auto"`` when there are no validation rows.
 AUTO_WARMUP_FALLBACK = 0.3
 
+#: Rows per forward pass in ``predict``, ``predict_proba`` and ``decision_function``.
+PREDICT_BATCH_ROWS = 8192
+
+
+def _plain(value):
+    """A numpy scalar as the Python number or string it holds (for error messages)."""
+    return value.item() if isinstance(value, np.generic) else value
+
 
 class NeSCalClassifier(ClassifierMixin, BaseEstimator):
     """Neural classifier for tabular data, trained with NeSCal (neighbourhood smoothing).
 
-    The default objective is NeSCal: cross-entropy for a warm-up, then a k-nearest-
-    neighbour graph built once on the network's own embeddings of the training rows,
-    then cross-entropy plus a Jensen–Shannon penalty pulling each row's prediction
-    toward its neighbours' cached predictions. ``loss="ce"`` trains the very same
-    network with plain cross-entropy. Nothing of the graph is kept: the fitted model
-    predicts exactly like a cross-entropy model of the same architecture.
+    The default objective is NeSCal (:class:`~nescal_sklearn.losses.NeSCalLoss`):
+    cross-entropy until the validation NLL stops improving (``warmup="auto"``), then
+    a k-nearest-neighbour graph built once on the network's own embeddings of the
+    training rows, then cross-entropy plus the neighbour soft target — the KL
+    divergence from the neighbours' mean cached prediction to the row's own —
+    pulling each prediction toward its neighbourhood's. The method as published
+    (a fixed warm-up, then a Jensen–Shannon penalty) is
+    ``loss=NeSCalLoss(warmup=0.3, divergence="js")``. ``loss="ce"`` trains the very
+    same network with plain cross-entropy. Nothing of the graph is kept: the fitted
+    model predicts exactly like a cross-entropy model of the same architecture.
+    When a NeSCal fit ends up without the penalty (the warm-up never ended, or
+    early stopping restored a warm-up epoch), ``fit`` warns
+    (:class:`~nescal_sklearn.exceptions.PenaltyInactiveWarning`) and
+    ``penalty_status_`` says so.
 
     Design: the class *composes* a skorch ``NeuralNet`` (built in ``fit``, dropped
     after it) instead of subclassing skorch's classifier. That keeps the scikit-learn
@@ -93,9 +112,10 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         each batch are mixed with a random permutation of it (the loss is the
         convex combination of the losses on both targets).
     device : str, default="cpu"
-        Torch device for training ("cpu", "cuda", "cuda:1", ...). Prediction uses it
-        when available and falls back to the CPU otherwise (e.g. a model trained on a
-        GPU and unpickled on a CPU-only machine).
+        Torch device for training ("cpu", "cuda", "cuda:1", ...). The fitted network
+        stays on it and predicts there; a pickled model is stored on the CPU and
+        unpickles there (move ``module_`` to predict elsewhere). Prediction never
+        moves the network, so concurrent ``predict`` calls are safe.
     random_state : int, RandomState instance or None, default=None
         Seeds the split, weight initialisation, shuffling, dropout, the graph and
         mixup. With an int, fits on the CPU are identical.
@@ -111,19 +131,26 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
     feature_names_in_ : ndarray of str
         Column names, when ``X`` was a DataFrame with string column names.
     module_ : torch.nn.Module
-        The trained network (in eval mode, on the CPU).
+        The trained network (in eval mode, on the training device).
     loss_ : TrainingLoss
-        The objective used (a copy of ``loss``, without graph or cache).
+        The objective used (a validated copy of ``loss``; a spec, so it holds no
+        graph or cache).
     history_ : skorch.history.History
         Per-epoch log: ``train_loss``, ``valid_loss`` (validation NLL),
         ``train_penalty``, ``penalty_weight``, ``graph_seconds`` (at the graph epoch),
-        ``dur``.
+        ``warmup_restored_epoch`` (``auto`` warm-up), ``dur``.
     n_epochs_ : int
         Epochs run.
     best_epoch_ : int or None
         1-based epoch restored by early stopping (None without early stopping).
     graph_epoch_ : int or None
         1-based epoch at whose start the neighbour graph was built (None if never).
+    penalty_status_ : {"penalised", "no_graph", "warmup_checkpoint"} or None
+        For a neighbour loss (NeSCal): ``"penalised"`` when the returned weights
+        were trained with the penalty; ``"no_graph"`` when the warm-up never ended
+        within ``max_epochs`` (no graph, plain base-loss training);
+        ``"warmup_checkpoint"`` when early stopping restored an epoch from before
+        the graph (no penalised epoch beat it). None for other losses.
 
     Examples
     --------
@@ -230,7 +257,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         if len(self.classes_) < 2:
             raise ValueError(
                 "NeSCalClassifier needs samples of at least 2 classes in y; got 1 class: "
-                f"{self.classes_[0]!r}."
+                f"{_plain(self.classes_[0])!r}."
             )
         y_enc = encoder.transform(y).astype(np.int64)
         device = self._training_device()
@@ -251,16 +278,8 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
             X_train, y_train, y_valid = X, y_enc, encoder.transform(y_val).astype(np.int64)
         else:
             X_train, X_valid, y_train, y_valid = self._split(X, y_enc, rng)
-        if loss.uses_neighbours and len(X_train) < loss.n_neighbors + 1:
-            raise ValueError(
-                f"loss__n_neighbors={loss.n_neighbors} needs at least {loss.n_neighbors + 1} "
-                f"training rows; got {len(X_train)}"
-                + (
-                    f" after holding out validation_fraction={self.validation_fraction}."
-                    if X_valid is not None
-                    else "."
-                )
-            )
+        if loss.uses_neighbours:
+            self._check_graph_fits(loss, len(X_train), X_valid is not None)
 
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
@@ -271,22 +290,74 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
                 n_classes=len(self.classes_),
                 mlp_kwargs=self._mlp_kwargs(),
             )
-            net = self._build_net(module, loss, X_train, X_valid, y_valid, device, seed)
+            net, callbacks = self._build_net(module, loss, X_train, X_valid, y_valid, device, seed)
             train_X = {"X": X_train, "index": np.arange(len(X_train), dtype=np.int64)}
             net.fit(train_X, y_train)
 
-        if loss.uses_neighbours:
-            loss.stop_smoothing()
         self.loss_ = loss
-        self.module_ = net.module_.to("cpu").eval()
+        self.module_ = net.module_.eval()
         self.history_ = net.history
         self.n_epochs_ = len(net.history)
-        stopper = dict(net.callbacks_).get("early_stopping")
-        best = None if stopper is None else stopper.best_epoch_
-        self.best_epoch_ = None if best is None else best + 1
-        graph_epochs = [row["epoch"] for row in net.history if "graph_seconds" in row]
-        self.graph_epoch_ = graph_epochs[0] if graph_epochs else None
+        stopper = callbacks.get("early_stopping")
+        self.best_epoch_ = None if stopper is None else int(stopper.best_epoch_)
+        runtime = net.nescal_
+        self.graph_epoch_ = None if runtime is None else runtime.start_epoch + 1
+        net.nescal_ = None  # the graph and the cache are not kept
+        self.penalty_status_ = self._penalty_status(loss, callbacks.get("warmup_end"))
         return self
+
+    def _check_graph_fits(self, loss: TrainingLoss, n_train: int, held_out: bool) -> None:
+        """Explicit NeSCal settings that cannot work on this fit raise here."""
+        if n_train < loss.n_neighbors + 1:
+            raise ValueError(
+                f"loss__n_neighbors={loss.n_neighbors} needs at least {loss.n_neighbors + 1} "
+                f"training rows; got {n_train}"
+                + (
+                    f" after holding out validation_fraction={self.validation_fraction}."
+                    if held_out
+                    else "."
+                )
+            )
+        fixed = loss.warmup_epochs(self.max_epochs)
+        if fixed is not None and fixed >= self.max_epochs:
+            raise ValueError(
+                f"loss__warmup={loss.warmup!r} ends the warm-up at epoch {fixed + 1}, after "
+                f"the last of max_epochs={self.max_epochs}: the neighbour graph would never "
+                "be built. Pass a shorter warmup, a fraction in [0, 1), or more max_epochs."
+            )
+
+    def _penalty_status(self, loss: TrainingLoss, warmup) -> str | None:
+        """Whether the returned weights were trained with the penalty; warn when not."""
+        if not loss.uses_neighbours:
+            return None
+        if self.graph_epoch_ is None:
+            why = (
+                f"the warm-up never ended (warmup='auto' ends it once the validation NLL has "
+                f"not improved for warmup_patience={loss.warmup_patience} epochs, and "
+                f"max_epochs={self.max_epochs} ran out first), so the neighbour graph was "
+                "never built"
+            )
+            status = "no_graph"
+        elif self.best_epoch_ is not None and self.best_epoch_ < self.graph_epoch_:
+            restored = "" if warmup is None or warmup.restored_epoch_ is None else (
+                f" (the auto warm-up's optimum, restored at epoch {warmup.restored_epoch_})"
+            )
+            why = (
+                f"early stopping restored epoch {self.best_epoch_}{restored}, before the "
+                f"graph was built at epoch {self.graph_epoch_}: no penalised epoch had a "
+                "lower validation NLL"
+            )
+            status = "warmup_checkpoint"
+        else:
+            return "penalised"
+        base = loss.base_loss if isinstance(loss.base_loss, str) else type(loss.base_loss).__name__
+        warnings.warn(
+            "NeSCalClassifier returned a model trained without the smoothing penalty, i.e. "
+            f"plain {base!r} training: {why}. penalty_status_={status!r}.",
+            PenaltyInactiveWarning,
+            stacklevel=3,
+        )
+        return status
 
     def _validated_loss(self) -> TrainingLoss:
         loss = clone(get_loss(self.loss))
@@ -325,7 +396,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(
                 f"early_stopping=True holds out validation_fraction={self.validation_fraction} "
                 "of the rows stratified by class, which needs at least 2 rows of every class; "
-                f"class {self.classes_[int(counts.argmin())]!r} has {int(counts.min())}. "
+                f"class {_plain(self.classes_[int(counts.argmin())])!r} has {int(counts.min())}. "
                 "Pass early_stopping=False, X_val and y_val, or more data."
             )
         if n_valid < len(self.classes_) or len(y) - n_valid < len(self.classes_):
@@ -341,37 +412,32 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         )
         return X_train, X_valid, y_train, y_valid
 
-    def _build_net(self, module, loss, X_train, X_valid, y_valid, device, seed) -> NeSCalNet:
-        callbacks: list = [
-            ("train_penalty", PassthroughScoring(name="train_penalty", on_train=True)),
-            (
-                "neighbour_graph",
-                NeighbourGraph(
-                    loss,
-                    torch.as_tensor(X_train),
-                    self.max_epochs,
-                    self.embedding_layer,
-                    seed,
-                ),
-            ),
-        ]
+    def _build_net(
+        self, module, loss, X_train, X_valid, y_valid, device, seed
+    ) -> tuple[NeSCalNet, dict]:
+        """The skorch net and its callbacks (by name, so ``fit`` can read their state)."""
+        callbacks: dict = {}
+        if loss.uses_neighbours:
+            callbacks["warmup_end"] = WarmupEnd(
+                loss.warmup_epochs(self.max_epochs), loss.warmup_patience
+            )
+            callbacks["build_neighbourhood"] = BuildNeighbourhood(
+                loss, torch.as_tensor(X_train), self.max_epochs, self.embedding_layer, seed
+            )
+        callbacks["penalty_schedule"] = PenaltySchedule()
+        callbacks["train_penalty"] = PassthroughScoring(name="train_penalty", on_train=True)
         train_split = None
         if X_valid is not None:
-            valid = {"X": X_valid, "index": np.full(len(X_valid), -1, dtype=np.int64)}
-            from skorch.dataset import Dataset
-
-            train_split = predefined_split(Dataset(valid, y_valid))
-            callbacks.append(
-                (
-                    "early_stopping",
-                    EarlyStoppingAfterWarmup(self.patience, loss),
-                )
+            # Validation rows are plain features: they carry no row id into the graph.
+            train_split = predefined_split(Dataset(X_valid, y_valid))
+            callbacks["early_stopping"] = EarlyStoppingAfterWarmup(
+                self.patience, wait_for_warmup=loss.uses_neighbours
             )
         if self.verbose >= 2:
-            callbacks.append(("progress_bar", ProgressBar()))
+            callbacks["progress_bar"] = ProgressBar()
         net = NeSCalNet(
             module=module,
-            criterion=nn.CrossEntropyLoss,
+            criterion=nn.CrossEntropyLoss,  # required by skorch; get_loss computes the loss
             optimizer=torch.optim.AdamW,
             lr=self.lr,
             optimizer__weight_decay=self.weight_decay,
@@ -379,16 +445,16 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
             batch_size=self.batch_size,
             iterator_train__shuffle=True,
             train_split=train_split,
-            callbacks=callbacks,
+            callbacks=list(callbacks.items()),
             device=device,
             verbose=int(self.verbose >= 1),
             training_loss=loss,
             mixup=self.mixup,
+            mixup_seed=seed,
         )
         if not self.verbose:
             net.set_params(callbacks__print_log=None)
-        net.seed_mixup(seed)
-        return net
+        return net, callbacks
 
     def set_params(self, **params) -> NeSCalClassifier:
         """Set parameters; ``loss__<name>`` reaches into the loss object.
@@ -407,24 +473,19 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         return self
 
     # --------------------------------------------------------------- prediction
-    def _inference_device(self) -> torch.device:
-        device = torch.device(self.device)
-        if device.type == "cuda" and not torch.cuda.is_available():
-            return torch.device("cpu")
-        return device
-
     def _logits(self, X) -> np.ndarray:
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float32, reset=False)
         if not X.flags.writeable:
             X = X.copy()
-        device = self._inference_device()
-        module = self.module_.to(device)
+        module = self.module_
+        parameter = next(module.parameters(), None)
+        device = torch.device("cpu") if parameter is None else parameter.device
         outputs = []
+        # The network is used where it lives and never moved: predict is thread-safe.
         with torch.no_grad():
-            for chunk in torch.split(torch.as_tensor(X), 8192):
+            for chunk in torch.split(torch.as_tensor(X), PREDICT_BATCH_ROWS):
                 outputs.append(module(chunk.to(device)).float().cpu())
-        self.module_ = module.to("cpu")
         return torch.cat(outputs).numpy().astype(np.float64)
 
     def decision_function(self, X) -> np.ndarray:
@@ -475,10 +536,12 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
     # -------------------------------------------------------------- persistence
     def __getstate__(self):
         state = super().__getstate__()
-        if "module_" in state:
-            # Store the network on the CPU so a GPU-trained model unpickles anywhere.
+        module = state.get("module_")
+        if module is not None and any(p.device.type != "cpu" for p in module.parameters()):
+            # Store a CPU copy so a GPU-trained model unpickles anywhere; the fitted
+            # network itself stays where it is.
             state = dict(state)
-            state["module_"] = state["module_"].to("cpu")
+            state["module_"] = copy.deepcopy(module).to("cpu")
         return state
 
     def __sklearn_tags__(self):

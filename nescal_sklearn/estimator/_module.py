@@ -1,14 +1,15 @@
-"""The default tabular MLP and the embedding-layer lookup."""
+"""The default tabular MLP, and how the estimator instantiates its network."""
 
 from __future__ import annotations
 
+import copy
 import inspect
 from collections.abc import Sequence
 
 import torch
 from torch import nn
 
-__all__ = ["TabularMLP", "find_embedding_layer", "EmbeddingRecorder"]
+__all__ = ["TabularMLP", "build_module"]
 
 _ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU, "silu": nn.SiLU, "tanh": nn.Tanh}
 
@@ -62,53 +63,6 @@ class TabularMLP(nn.Module):
         return self.layers(X)
 
 
-def find_embedding_layer(module: nn.Module, name: str | None = None) -> nn.Module:
-    """Return the layer whose *input* is the embedding: ``name`` or the last ``nn.Linear``.
-
-    Parameters
-    ----------
-    module : torch.nn.Module
-        The network.
-    name : str or None, default=None
-        Dotted submodule name as in ``module.named_modules()``; None picks the last
-        ``nn.Linear`` registered (the output layer of an MLP, whose input is the
-        penultimate representation).
-    """
-    named = dict(module.named_modules())
-    if name is not None:
-        if name not in named:
-            raise ValueError(
-                f"embedding_layer={name!r} is not a submodule of {type(module).__name__}; "
-                f"available names: {sorted(k for k in named if k)}."
-            )
-        return named[name]
-    linears = [m for m in module.modules() if isinstance(m, nn.Linear)]
-    if not linears:
-        raise ValueError(
-            f"{type(module).__name__} has no nn.Linear layer; pass embedding_layer with the "
-            "name of the layer whose input is the embedding."
-        )
-    return linears[-1]
-
-
-class EmbeddingRecorder:
-    """Context manager recording the input of a layer during forward passes."""
-
-    def __init__(self, layer: nn.Module) -> None:
-        self.layer = layer
-        self.outputs: list[torch.Tensor] = []
-
-    def _hook(self, _module: nn.Module, args: tuple) -> None:
-        self.outputs.append(args[0].detach().flatten(1))
-
-    def __enter__(self) -> EmbeddingRecorder:
-        self._handle = self.layer.register_forward_pre_hook(self._hook)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._handle.remove()
-
-
 def build_module(
     module: type[nn.Module] | nn.Module | None,
     module_kwargs: dict | None,
@@ -118,8 +72,6 @@ def build_module(
     mlp_kwargs: dict,
 ) -> nn.Module:
     """Instantiate the network: default MLP, a module class, or a copy of an instance."""
-    import copy
-
     kwargs = dict(module_kwargs or {})
     if module is None:
         return TabularMLP(n_features, n_classes, **mlp_kwargs, **kwargs)

@@ -1,9 +1,10 @@
 """The skorch network behind :class:`NeSCalClassifier`.
 
-It extends skorch through its documented hooks only: ``get_loss`` (the training
-objective, with the batch's row ids for NeSCal), ``infer`` (the batch arrives as a
-dict ``{"X": features, "index": row ids}``; the module sees the features only) and
-``train_step_single`` (mixup).
+It extends skorch through its documented hooks only: ``initialize`` (the per-fit
+attributes below), ``infer`` (the batch arrives as a dict ``{"X": features,
+"index": row ids}``; the module sees the features only), ``get_loss`` (the
+objective: base loss plus the NeSCal penalty) and ``train_step_single`` (mixup,
+as an explicit step).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Mapping
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from skorch import NeuralNet
 from skorch.dataset import unpack_data
 
@@ -23,20 +25,66 @@ __all__ = ["NeSCalNet"]
 class NeSCalNet(NeuralNet):
     """skorch ``NeuralNet`` training a module with a :class:`TrainingLoss`.
 
+    Training batches are dicts ``{"X": features, "index": row ids}``; the row ids
+    are positions among the training rows (the neighbour graph's node ids), and
+    only training rows carry them: the validation dataset is plain features.
+
     Parameters
     ----------
     *args, **kwargs
-        Passed to :class:`skorch.NeuralNet`.
+        Passed to :class:`skorch.NeuralNet` (``module``, ``optimizer``, ...).
     training_loss : TrainingLoss
-        The objective; NeSCal's penalty reads the batch row ids from ``X["index"]``.
+        The objective. For a neighbour loss (NeSCal) this is the spec; the net
+        trains on its base loss (:meth:`NeSCalLoss.base`) plus the runtime's penalty.
     mixup : float, default=0.0
         Beta(alpha, alpha) mixup of inputs and targets when > 0.
+    mixup_seed : int or None, default=None
+        Seed of the generator drawing the mixup coefficients and partners.
+
+    Attributes
+    ----------
+    base_loss_ : TrainingLoss
+        The loss every training batch pays (the spec's base loss for NeSCal).
+    nescal_ : NeSCalRuntime or None
+        The per-fit state of NeSCal (graph, cache, current weight, last penalty).
+        Set by the ``BuildNeighbourhood`` callback when the graph is built; None
+        before that and for losses without a graph.
+    warmup_end_epoch_ : int or None
+        0-based epoch at whose start NeSCal's warm-up is over (the first penalised
+        epoch). Set by the ``WarmupEnd`` callback; read by ``BuildNeighbourhood`` and
+        by early stopping (whose patience counts from it).
+    mixup_rng_ : numpy.random.Generator
+        The mixup generator (seeded with ``mixup_seed``).
+
+    Notes
+    -----
+    The validation loss is always the negative log-likelihood (plain
+    cross-entropy), whatever the objective: early stopping and the ``auto`` warm-up
+    select on it. ``criterion`` is required by skorch but unused: :meth:`get_loss`
+    computes the objective.
     """
 
-    def __init__(self, *args, training_loss: TrainingLoss, mixup: float = 0.0, **kwargs):
+    def __init__(
+        self,
+        *args,
+        training_loss: TrainingLoss,
+        mixup: float = 0.0,
+        mixup_seed: int | None = None,
+        **kwargs,
+    ):
         super().__init__(*args, **kwargs)
         self.training_loss = training_loss
         self.mixup = mixup
+        self.mixup_seed = mixup_seed
+
+    def initialize(self):
+        super().initialize()
+        loss = self.training_loss
+        self.base_loss_ = loss.base() if loss.uses_neighbours else loss
+        self.nescal_ = None
+        self.warmup_end_epoch_ = None
+        self.mixup_rng_ = np.random.default_rng(self.mixup_seed)
+        return self
 
     def infer(self, x, **fit_params):
         if isinstance(x, Mapping):
@@ -44,49 +92,50 @@ class NeSCalNet(NeuralNet):
         return super().infer(x, **fit_params)
 
     def get_loss(self, y_pred, y_true, X=None, training=False):
+        """Training: base loss + weight × NeSCal penalty (once the graph exists).
+
+        Records the batch's penalty as ``train_penalty`` (0 before the graph and for
+        losses without one). Validation: the NLL.
+        """
         y_true = y_true.to(y_pred.device)
         if not training:
-            # Validation reports the negative log-likelihood, whatever the objective.
-            return torch.nn.functional.cross_entropy(y_pred, y_true)
-        indices = None
-        if isinstance(X, Mapping) and "index" in X:
-            indices = torch.as_tensor(X["index"], device=y_pred.device)
-        mix = getattr(self, "_mix", None)
-        if mix is None:
-            loss = self.training_loss(y_pred, y_true, indices=indices)
-        else:
-            lam, perm = mix
-            loss = lam * self.training_loss(y_pred, y_true, indices=indices) + (
-                1.0 - lam
-            ) * self.training_loss.forward(y_pred, y_true[perm])
-        penalty = getattr(self.training_loss, "last_penalty_", None)
-        self.history.record_batch("train_penalty", 0.0 if penalty is None else penalty)
-        return loss
+            return F.cross_entropy(y_pred, y_true)
+        loss = self.base_loss_(y_pred, y_true)
+        runtime = self.nescal_
+        if runtime is None:
+            self.history.record_batch("train_penalty", 0.0)
+            return loss
+        penalty = runtime.penalty(y_pred, X["index"], y_true)
+        self.history.record_batch("train_penalty", runtime.last_penalty)
+        if runtime.current_weight == 0.0:
+            return loss  # exactly the base loss's gradient (the cache is still refreshed)
+        return loss + runtime.current_weight * penalty
+
+    def get_mixup_loss(self, y_pred, y_true, X, lam: float, perm: torch.Tensor):
+        """The mixup objective: ``lam`` × the objective on the rows' own labels (penalty
+        included) + ``(1 − lam)`` × the base loss on the partners' labels."""
+        own = self.get_loss(y_pred, y_true, X=X, training=True)
+        partners = self.base_loss_(y_pred, y_true.to(y_pred.device)[perm])
+        return lam * own + (1.0 - lam) * partners
 
     def train_step_single(self, batch, **fit_params):
+        """One training step; with mixup, the inputs are mixed before the forward pass.
+
+        Each row keeps the larger share of its mixed input (``lam >= 0.5``), so its
+        row id, and NeSCal's penalty and cache refresh, refer to the row that
+        dominates the input: the cache row of a batch row is overwritten with the
+        train-mode prediction on its *mixed* input.
+        """
         if not self.mixup:
             return super().train_step_single(batch, **fit_params)
         self._set_training(True)
         Xi, yi = unpack_data(batch)
-        features = Xi["X"] if isinstance(Xi, Mapping) else Xi
-        features = torch.as_tensor(features, device=self.device)
-        generator = self._mixup_rng
-        lam = float(generator.beta(self.mixup, self.mixup))
-        # The row keeping the larger share stays first, so NeSCal's penalty and cache
-        # refer to the row that dominates the mixed input.
+        features = torch.as_tensor(Xi["X"], device=self.device)
+        lam = float(self.mixup_rng_.beta(self.mixup, self.mixup))
         lam = max(lam, 1.0 - lam)
-        perm = torch.as_tensor(generator.permutation(len(features)), device=features.device)
-        mixed = lam * features + (1.0 - lam) * features[perm]
-        Xi = {**Xi, "X": mixed} if isinstance(Xi, Mapping) else mixed
-        y_pred = self.infer(Xi, **fit_params)
-        self._mix = (lam, perm)
-        try:
-            loss = self.get_loss(y_pred, yi, X=Xi, training=True)
-        finally:
-            self._mix = None
+        perm = torch.as_tensor(self.mixup_rng_.permutation(len(features)), device=self.device)
+        mixed = {**Xi, "X": lam * features + (1.0 - lam) * features[perm]}
+        y_pred = self.infer(mixed, **fit_params)
+        loss = self.get_mixup_loss(y_pred, yi, mixed, lam, perm)
         loss.backward()
         return {"loss": loss, "y_pred": y_pred}
-
-    def seed_mixup(self, seed: int) -> None:
-        """Seed the generator that draws mixup coefficients and partners."""
-        self._mixup_rng = np.random.default_rng(seed)

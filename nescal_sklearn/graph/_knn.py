@@ -7,12 +7,12 @@ import warnings
 
 import numpy as np
 
-from ..penalties._random_graph import check_int, check_n_neighbors
 from ._approximate import approximate_neighbours
+from ._checks import check_int, check_n_neighbors
 from ._exact import exact_neighbours
 from ._reduce import default_n_components, l2_normalise, reduce_embeddings
 
-__all__ = ["build_knn_graph", "AUTO_EXACT_MAX_SAMPLES"]
+__all__ = ["AUTO_EXACT_MAX_SAMPLES", "KNN_METHODS", "REDUCTIONS", "build_knn_graph"]
 
 #: ``method="auto"`` searches exactly up to this many rows and uses pynndescent above.
 #: Timed on a shared 2-core machine (benchmarks/graph_build.py, 256-d, k=10): exact
@@ -23,8 +23,10 @@ __all__ = ["build_knn_graph", "AUTO_EXACT_MAX_SAMPLES"]
 #: few seconds and below the JIT cost.
 AUTO_EXACT_MAX_SAMPLES = 20_000
 
-_METHODS = ("auto", "exact", "approximate")
-_REDUCTIONS = (None, "pca", "umap")
+#: Accepted values of ``method`` in :func:`build_knn_graph`.
+KNN_METHODS = ("auto", "exact", "approximate")
+#: Accepted values of ``reduction`` in :func:`build_knn_graph`.
+REDUCTIONS = (None, "pca", "umap")
 
 
 def _as_array(embeddings) -> np.ndarray:
@@ -126,10 +128,10 @@ def build_knn_graph(
     data = _as_array(embeddings)
     n_samples, n_features = data.shape
     check_n_neighbors(n_neighbors, n_samples)
-    if reduction not in _REDUCTIONS:
-        raise ValueError(f"reduction must be None, 'pca' or 'umap'; got reduction={reduction!r}.")
-    if method not in _METHODS:
-        raise ValueError(f"method must be 'auto', 'exact' or 'approximate'; got method={method!r}.")
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"reduction must be one of {list(REDUCTIONS)}; got reduction={reduction!r}.")
+    if method not in KNN_METHODS:
+        raise ValueError(f"method must be one of {list(KNN_METHODS)}; got method={method!r}.")
     if chunk_size is not None:
         check_int(chunk_size, "chunk_size")
         if chunk_size < 1:

@@ -79,13 +79,14 @@ class TrainingLoss(ParamsMixin):
     Subclasses store their ``__init__`` keyword arguments unchanged, implement
     :meth:`forward` and, when they have hyperparameters, :meth:`validate`.
 
-    Class attributes
-    ----------------
+    Attributes
+    ----------
     name : str
-        The registered name (set by :func:`register_loss`).
+        Class attribute: the registered name (set by :func:`register_loss`).
     uses_neighbours : bool
-        True for objectives that need the estimator to build a neighbour graph
-        (NeSCal). Plain losses leave it False and ignore ``indices``.
+        Class attribute: True for objectives that train with a neighbour graph
+        (NeSCal, whose :meth:`~nescal_sklearn.losses.NeSCalLoss.build_runtime` builds
+        it); plain losses leave it False.
     """
 
     name: ClassVar[str] = ""
@@ -95,14 +96,8 @@ class TrainingLoss(ParamsMixin):
         """Return the batch-mean loss for ``logits`` (n, C) and integer ``target`` (n,)."""
         raise NotImplementedError
 
-    def __call__(
-        self,
-        logits: torch.Tensor,
-        target: torch.Tensor,
-        *,
-        indices: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        """Return the batch-mean loss; ``indices`` (row ids) only matter to NeSCal."""
+    def __call__(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """Return the batch-mean loss (:meth:`forward`)."""
         return self.forward(logits, target)
 
     def validate(self) -> None:

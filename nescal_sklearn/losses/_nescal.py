@@ -1,39 +1,53 @@
-"""The NeSCal objective: a base loss plus the neighbourhood-smoothing penalty."""
+"""The NeSCal objective: a stateless spec (base loss + neighbourhood penalty settings)."""
 
 from __future__ import annotations
 
 from numbers import Integral, Real
 
 import torch
+from torch import nn
 
-from ..penalties import ADAPTIVE, DIVERGENCES, NeighbourhoodSmoothing, penalty_weight
+from ..graph import GRAPHS, KNN_METHODS, REDUCTIONS, neighbourhood_from_model
+from ..penalties import (
+    ADAPTIVE,
+    AGGREGATIONS,
+    DIVERGENCES,
+    SCHEDULES,
+    NeighbourhoodSmoothing,
+    NeSCalRuntime,
+)
 from ._base import TrainingLoss, get_loss, register_loss
 
 __all__ = ["NeSCalLoss"]
 
-_SCHEDULES = ("constant", "cosine")
-_AGGREGATIONS = ("pairwise", "mean")
-_GRAPHS = ("knn", "random")
-_REDUCTIONS = (None, "pca", "umap")
-_METHODS = ("auto", "exact", "approximate")
-
 
 @register_loss("nescal")
 class NeSCalLoss(TrainingLoss):
-    """Neighbourhood Smoothing for Calibration (NeSCal).
+    """Neighbourhood Smoothing for Calibration (NeSCal): the settings of one method.
+
+    The objective, after a warm-up on the base loss alone, is
+
+        ``base(logits, y) + lambda(t) * penalty(p_i, neighbours of i)``,
+
+    where the neighbours come from a k-nearest-neighbour graph built once, when the
+    warm-up ends, on the network's own embeddings of the training rows, and their
+    distributions are read from a cache that each batch refreshes with its own
+    detached predictions. With the default ``divergence="soft_target"`` the penalty
+    is ``KL(q̄_i || p_i)``, ``q̄_i`` the neighbours' mean cached distribution; the
+    method as published is the Jensen–Shannon penalty, ``divergence="js"``
+    (``mean_j JS(p_i, q_ij)`` with ``aggregation="pairwise"``).
 
     The defaults are the best variant of this project's study on tabular data
-    (``docs/nescal_on_tabular.md``): the warm-up ends at the cross-entropy
-    validation optimum (``warmup="auto"``) and the penalty is the neighbour
-    soft target (``divergence="soft_target"``, ``weight=1.0``). The method as
-    published — a fixed warm-up then the Jensen–Shannon penalty — is
-    ``NeSCalLoss(warmup=<epochs>, divergence="js", weight=1.0)``.
+    (``docs/nescal_on_tabular.md``): the warm-up ends at the base loss's
+    validation optimum (``warmup="auto"``) and the penalty is the soft target
+    with ``weight=1.0``. The published method is
+    ``NeSCalLoss(warmup=<epochs or fraction>, divergence="js", weight=1.0)``.
 
-    After a warm-up with the base loss, a k-nearest-neighbour graph is built once
-    on the network's own embeddings of the training rows. From then on the loss is
-    ``base(logits, y) + lambda(t) * mean_i JS(p_i || neighbours of i)``, the
-    neighbours' distributions read from a cache that each batch refreshes with its
-    own detached predictions.
+    This object only holds settings: it is a cloneable spec that a fit never
+    mutates. Calling it computes the base loss; the graph, the cache and the
+    current weight of a fit are one :class:`~nescal_sklearn.penalties.NeSCalRuntime`,
+    built by :meth:`build_runtime` and owned by whoever trains (the estimator,
+    or a plain PyTorch loop: see ``examples/torch_loop.py``).
 
     Parameters
     ----------
@@ -47,13 +61,15 @@ class NeSCalLoss(TrainingLoss):
         Length of the base-loss warm-up: an ``int`` is a number of epochs, a ``float``
         in [0, 1) a fraction of ``max_epochs`` (rounded down). ``"auto"`` ends the
         warm-up where the base loss's validation NLL stops improving (no improvement
-        for ``warmup_patience`` epochs), restores that best checkpoint and builds the
-        graph there; it needs the estimator's early stopping (validation rows).
+        for ``warmup_patience`` epochs), restores that best checkpoint (weights and
+        optimizer state) and builds the graph there; it needs validation rows
+        (the estimator's early stopping).
     warmup_patience : int, default=5
         Patience of ``warmup="auto"``.
     aggregation : {"pairwise", "mean"}, default="pairwise"
-        ``"pairwise"`` averages the divergence to each neighbour; ``"mean"`` takes the
-        divergence to the neighbours' mean distribution (cheaper).
+        ``divergence="js"`` only: ``"pairwise"`` averages the divergence to each
+        neighbour; ``"mean"`` takes the divergence to the neighbours' mean
+        distribution (cheaper).
     graph : {"knn", "random"}, default="knn"
         ``"random"`` is the random-graph control: the same degree, neighbours drawn
         uniformly at random (seeded by the estimator's ``random_state``).
@@ -63,11 +79,11 @@ class NeSCalLoss(TrainingLoss):
         Output dimension of ``reduction`` (library default when None).
     graph_method : {"auto", "exact", "approximate"}, default="auto"
         Neighbour search, see :func:`nescal_sklearn.graph.build_knn_graph`.
-    divergence : {"js", "soft_target"}, default="soft_target"
-        ``"js"``: the method's Jensen–Shannon penalty (with ``aggregation``).
+    divergence : {"soft_target", "js"}, default="soft_target"
         ``"soft_target"``: KL from the neighbours' mean distribution (at
         ``target_temperature``) to the prediction — a neighbour-informed soft label
-        that keeps the wrong-class ranking label smoothing erases.
+        that keeps the wrong-class ranking label smoothing erases. ``"js"``: the
+        published method's Jensen–Shannon penalty (with ``aggregation``).
     target_temperature : float, default=1.0
         Temperature of the soft target (``divergence="soft_target"`` only).
     base_loss : str or TrainingLoss, default="ce"
@@ -83,23 +99,24 @@ class NeSCalLoss(TrainingLoss):
     Notes
     -----
     ``warmup="auto"`` needs validation rows; ``NeSCalClassifier`` falls back to a
-    0.3 fraction (with a warning) when early stopping is off. In a plain PyTorch loop: call :meth:`start_smoothing` once with the graph and the
-    initial log-probabilities of every training row, :meth:`set_epoch` at the start of
-    each epoch, and ``loss(logits, target, indices=rows)`` for each batch. Before
-    :meth:`start_smoothing`, the loss is the base loss alone.
+    0.3 fraction (with a warning) when early stopping is off.
 
     Examples
     --------
     >>> import torch
+    >>> from torch import nn
     >>> from nescal_sklearn.losses import NeSCalLoss
-    >>> loss = NeSCalLoss(n_neighbors=2, weight=0.5, warmup=0)
-    >>> neighbors = torch.tensor([[1, 2], [0, 2], [0, 1]])
-    >>> loss.start_smoothing(neighbors, torch.log_softmax(torch.zeros(3, 2), dim=1))
-    >>> loss.set_epoch(0, max_epochs=10)
+    >>> spec = NeSCalLoss(n_neighbors=2, weight=0.5, warmup=0)
+    >>> net = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+    >>> X, y = torch.randn(6, 3), torch.tensor([0, 1, 0, 1, 0, 1])
+    >>> runtime = spec.build_runtime(net, X, start_epoch=0, max_epochs=10, random_state=0)
+    >>> runtime.set_epoch(0)
     0.5
-    >>> value = loss(torch.zeros(2, 2), torch.tensor([0, 1]), indices=torch.tensor([0, 1]))
-    >>> round(float(value), 4)  # log 2 + 0.5 * 0 (predictions equal the neighbours')
-    0.6931
+    >>> rows = torch.tensor([0, 1])
+    >>> logits = net(X[rows])
+    >>> loss = spec(logits, y[rows]) + runtime.current_weight * runtime.penalty(logits, rows)
+    >>> bool(loss > 0)
+    True
     """
 
     uses_neighbours = True
@@ -139,18 +156,15 @@ class NeSCalLoss(TrainingLoss):
     # -- validation ---------------------------------------------------------------
     def validate(self) -> None:
         name = type(self).__name__
-        if isinstance(self.n_neighbors, bool) or not isinstance(self.n_neighbors, Integral):
-            raise TypeError(f"{name}: n_neighbors must be an int >= 1; got {self.n_neighbors!r}.")
-        if self.n_neighbors < 1:
-            raise ValueError(f"{name}: n_neighbors must be an int >= 1; got {self.n_neighbors!r}.")
+        _check_int(name, "n_neighbors", self.n_neighbors, low=1)
         self._check_real("weight", low=0.0)
         self._check_real("target_temperature", low=0.0, low_inclusive=False)
         for param, allowed in (
-            ("schedule", _SCHEDULES),
-            ("aggregation", _AGGREGATIONS),
-            ("graph", _GRAPHS),
-            ("reduction", _REDUCTIONS),
-            ("graph_method", _METHODS),
+            ("schedule", SCHEDULES),
+            ("aggregation", AGGREGATIONS),
+            ("graph", GRAPHS),
+            ("reduction", REDUCTIONS),
+            ("graph_method", KNN_METHODS),
             ("divergence", DIVERGENCES),
             ("adaptive", ADAPTIVE),
         ):
@@ -158,13 +172,8 @@ class NeSCalLoss(TrainingLoss):
                 raise ValueError(
                     f"{name}: {param} must be one of {list(allowed)}; got {getattr(self, param)!r}."
                 )
+        _check_int(name, "warmup_patience", self.warmup_patience, low=1)
         warmup = self.warmup
-        if isinstance(self.warmup_patience, bool) or not isinstance(
-            self.warmup_patience, Integral
-        ) or self.warmup_patience < 1:
-            raise ValueError(
-                f"{name}: warmup_patience must be an int >= 1; got {self.warmup_patience!r}."
-            )
         if warmup == "auto":
             pass
         elif isinstance(warmup, bool) or not isinstance(warmup, Real):
@@ -185,114 +194,132 @@ class NeSCalLoss(TrainingLoss):
                 f"{name}: adaptive='density' weighs rows by their similarity to kNN "
                 f"neighbours and needs graph='knn'; got graph={self.graph!r}."
             )
-        if self.n_components is not None and (
-            isinstance(self.n_components, bool)
-            or not isinstance(self.n_components, Integral)
-            or self.n_components < 1
-        ):
-            raise ValueError(
-                f"{name}: n_components must be None or an int >= 1; got {self.n_components!r}."
-            )
-        base = get_loss(self.base_loss)
+        if self.n_components is not None:
+            _check_int(name, "n_components", self.n_components, low=1, none=True)
+        base = self.base()
         if base.uses_neighbours:
             raise ValueError(f"{name}: base_loss cannot itself be a neighbour loss; got {base!r}.")
         base.validate()
 
     # -- schedule -----------------------------------------------------------------
     def warmup_epochs(self, max_epochs: int) -> int | None:
-        """Base-loss epochs before the graph is built (None for ``warmup="auto"``)."""
+        """Base-loss epochs before the graph is built (None for ``warmup="auto"``).
+
+        Examples
+        --------
+        >>> from nescal_sklearn.losses import NeSCalLoss
+        >>> NeSCalLoss(warmup=0.3).warmup_epochs(60), NeSCalLoss(warmup=5).warmup_epochs(60)
+        (18, 5)
+        """
         if self.warmup == "auto":
             return None
         if isinstance(self.warmup, Integral):
             return int(self.warmup)
         return int(float(self.warmup) * max_epochs)
 
-    def set_epoch(self, epoch: int, *, max_epochs: int) -> float:
-        """Set the penalty weight for the 0-based ``epoch`` about to run; return it."""
-        start = getattr(self, "start_epoch_", None)
-        if start is None:
-            start = self.warmup_epochs(max_epochs) or 0
-        self.current_weight_ = penalty_weight(
-            epoch,
-            weight=float(self.weight),
-            schedule=self.schedule,
-            start_epoch=start,
-            end_epoch=max(max_epochs, start + 1),
-        )
-        return self.current_weight_
-
-    # -- state --------------------------------------------------------------------
-    def start_smoothing(
+    # -- the runtime ----------------------------------------------------------------
+    def build_runtime(
         self,
-        neighbors: torch.Tensor,
-        initial_log_probs: torch.Tensor,
+        module: nn.Module,
+        X: torch.Tensor,
         *,
-        epoch: int | None = None,
-        similarities: torch.Tensor | None = None,
-    ) -> None:
-        """Switch the penalty on with a neighbour graph and a filled prediction cache.
+        start_epoch: int,
+        max_epochs: int,
+        random_state: int | None = None,
+        embedding_layer: str | None = None,
+    ) -> NeSCalRuntime:
+        """Build the graph on ``module``'s embeddings of the training rows ``X``.
 
-        ``epoch`` (0-based, the first penalised epoch) anchors the weight schedule;
-        None uses the fixed warm-up length. ``similarities`` (one per neighbour) are
-        required by ``adaptive="density"``.
+        Calls :func:`~nescal_sklearn.graph.neighbourhood_from_model` with this spec's
+        graph settings and wraps the result, with its penalty and schedule
+        settings, in a new :class:`~nescal_sklearn.penalties.NeSCalRuntime`. The
+        spec itself is not changed.
+
+        Parameters
+        ----------
+        module : torch.nn.Module
+            The network after warm-up (it runs once in eval mode, without gradients).
+        X : Tensor of shape (n_samples, n_features)
+            The training rows, in the order of the row ids the batches will carry.
+        start_epoch : int
+            0-based epoch about to run: the first penalised one.
+        max_epochs : int
+            The training budget (end of the cosine schedule).
+        random_state : int or None, default=None
+            Seed of the approximate search, the reductions and the random graph.
+        embedding_layer : str or None, default=None
+            Layer whose input is the embedding (None: the last ``nn.Linear``).
+
+        Returns
+        -------
+        NeSCalRuntime
         """
-        self.smoothing_ = NeighbourhoodSmoothing(
-            neighbors,
-            initial_log_probs,
+        found = neighbourhood_from_model(
+            module,
+            X,
+            self.n_neighbors,
+            graph=self.graph,
+            embedding_layer=embedding_layer,
+            reduction=self.reduction,
+            n_components=self.n_components,
+            method=self.graph_method,
+            random_state=random_state,
+            return_similarities=self.adaptive == "density",
+        )
+        smoothing = NeighbourhoodSmoothing(
+            found.neighbors,
+            found.log_probs,
             aggregation=self.aggregation,
             divergence=self.divergence,
             target_temperature=float(self.target_temperature),
             adaptive=self.adaptive,
-            similarities=similarities,
+            similarities=found.similarities,
         )
-        self.start_epoch_ = epoch
+        return NeSCalRuntime(
+            smoothing,
+            weight=float(self.weight),
+            schedule=self.schedule,
+            start_epoch=start_epoch,
+            end_epoch=max(max_epochs, start_epoch + 1),
+            build_seconds=found.seconds,
+        )
 
-    def stop_smoothing(self) -> None:
-        """Drop the graph and the cache (nothing of them is needed at inference)."""
-        for attr in (
-            "smoothing_",
-            "current_weight_",
-            "base_loss_",
-            "last_penalty_",
-            "start_epoch_",
-        ):
-            self.__dict__.pop(attr, None)
+    def set_params(self, **params) -> NeSCalLoss:
+        """Set parameters; ``base_loss__<name>`` reaches into the base loss.
 
-    @property
-    def smoothing_active(self) -> bool:
-        """Whether :meth:`start_smoothing` has been called (and not stopped)."""
-        return getattr(self, "smoothing_", None) is not None
+        When ``base_loss`` is a registered name, a nested parameter first replaces it
+        with a loss object of that name (default parameters), as
+        ``NeSCalClassifier.set_params(loss__...)`` does for ``loss``.
+
+        Examples
+        --------
+        >>> from nescal_sklearn.losses import NeSCalLoss
+        >>> NeSCalLoss(base_loss="label_smoothing").set_params(base_loss__epsilon=0.2)
+        NeSCalLoss(base_loss=LabelSmoothingLoss(epsilon=0.2))
+        """
+        params = dict(params)
+        nested = any(key.startswith("base_loss__") for key in params)
+        base = params.get("base_loss", self.base_loss)
+        if nested and isinstance(base, str):
+            params["base_loss"] = get_loss(base)  # set before the nested values
+        return super().set_params(**params)
 
     # -- computation --------------------------------------------------------------
-    def _base(self) -> TrainingLoss:
-        if isinstance(self.base_loss, TrainingLoss):
-            return self.base_loss
-        base = self.__dict__.get("base_loss_")
-        if base is None or base.name != self.base_loss:
-            base = get_loss(self.base_loss)
-            self.base_loss_ = base
-        return base
+    def base(self) -> TrainingLoss:
+        """The base loss object (``base_loss`` itself, or a new one from its name)."""
+        return get_loss(self.base_loss)
 
     def forward(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        """The base loss alone (what validation reports: no penalty)."""
-        return self._base().forward(logits, target)
-
-    def __call__(
-        self,
-        logits: torch.Tensor,
-        target: torch.Tensor,
-        *,
-        indices: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        loss = self.forward(logits, target)
-        weight = getattr(self, "current_weight_", float(self.weight))
-        if not self.smoothing_active or indices is None:
-            self.last_penalty_ = None
-            return loss
-        penalty = self.smoothing_(logits, indices, target)
-        self.last_penalty_ = float(penalty.detach())
-        if weight == 0.0:
-            return loss
-        return loss + weight * penalty
+        """The base loss alone; the penalty is the runtime's (see :meth:`build_runtime`)."""
+        return self.base().forward(logits, target)
 
 
+def _check_int(owner: str, name: str, value, *, low: int, none: bool = False) -> None:
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise TypeError(
+            f"{owner}: {name} must be {'None or ' if none else ''}an int >= {low}; got {value!r}."
+        )
+    if value < low:
+        raise ValueError(
+            f"{owner}: {name} must be {'None or ' if none else ''}an int >= {low}; got {value!r}."
+        )

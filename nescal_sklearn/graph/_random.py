@@ -2,30 +2,12 @@
 
 from __future__ import annotations
 
-from numbers import Integral
-
 import torch
 from torch import Tensor
 
+from ._checks import check_int, check_n_neighbors
+
 __all__ = ["random_graph"]
-
-
-def check_int(value, name: str) -> None:
-    """Raise ``TypeError`` unless ``value`` is an integer (not a bool)."""
-    if isinstance(value, bool) or not isinstance(value, Integral):
-        raise TypeError(f"{name} must be an integer; got {type(value).__name__} {value!r}.")
-
-
-def check_n_neighbors(n_neighbors, n_samples: int) -> None:
-    """Raise unless ``1 <= n_neighbors < n_samples`` (shared by every graph builder)."""
-    check_int(n_neighbors, "n_neighbors")
-    if n_neighbors < 1:
-        raise ValueError(f"n_neighbors must be at least 1; got n_neighbors={n_neighbors}.")
-    if n_neighbors >= n_samples:
-        raise ValueError(
-            f"n_neighbors={n_neighbors} must be smaller than n_samples={n_samples}: a row "
-            "is never its own neighbour."
-        )
 
 
 def random_graph(n_samples: int, n_neighbors: int, *, random_state: int | None = None) -> Tensor:
@@ -52,7 +34,7 @@ def random_graph(n_samples: int, n_neighbors: int, *, random_state: int | None =
 
     Examples
     --------
-    >>> from nescal_sklearn.penalties import random_graph
+    >>> from nescal_sklearn.graph import random_graph
     >>> graph = random_graph(5, 2, random_state=0)
     >>> graph.shape, graph.dtype
     (torch.Size([5, 2]), torch.int64)

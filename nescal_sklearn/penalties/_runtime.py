@@ -1,0 +1,125 @@
+"""NeSCalRuntime: the per-fit state of NeSCal (graph, cache, current weight, last penalty)."""
+
+from __future__ import annotations
+
+from torch import Tensor
+
+from ._schedule import penalty_weight
+from ._smoothing import NeighbourhoodSmoothing
+
+__all__ = ["NeSCalRuntime"]
+
+
+class NeSCalRuntime:
+    """Everything NeSCal changes while it trains, apart from its settings.
+
+    The settings live in :class:`~nescal_sklearn.losses.NeSCalLoss`, a stateless
+    spec that is never mutated during a fit. The spec builds one runtime when the
+    warm-up ends (:meth:`NeSCalLoss.build_runtime
+    <nescal_sklearn.losses.NeSCalLoss.build_runtime>`); whoever trains owns it —
+    the skorch net behind ``NeSCalClassifier`` (as ``net.nescal_``, dropped after
+    ``fit``) or a plain PyTorch loop — and adds ``runtime.weight *
+    runtime.penalty(logits, rows, target)`` to the base loss of each batch.
+
+    Parameters
+    ----------
+    smoothing : NeighbourhoodSmoothing
+        The neighbour graph and the prediction cache.
+    weight : float
+        Peak penalty weight λ (``NeSCalLoss.weight``).
+    schedule : {"constant", "cosine"}
+        See :func:`penalty_weight`.
+    start_epoch : int
+        0-based epoch at whose start the graph was built: the first penalised epoch.
+    end_epoch : int
+        End of the cosine decay (the training budget ``max_epochs``); greater than
+        ``start_epoch`` for ``schedule="cosine"``.
+    build_seconds : float, default=0.0
+        Wall time spent building the graph and filling the cache.
+
+    Attributes
+    ----------
+    current_weight : float
+        λ of the epoch set by :meth:`set_epoch` (0 before the first call).
+    last_penalty : float or None
+        Value of the last :meth:`penalty` call (None before the first).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from nescal_sklearn.penalties import NeighbourhoodSmoothing, NeSCalRuntime
+    >>> smoothing = NeighbourhoodSmoothing(
+    ...     torch.tensor([[1], [0]]), torch.log(torch.tensor([[0.8, 0.2], [0.6, 0.4]]))
+    ... )
+    >>> runtime = NeSCalRuntime(smoothing, weight=0.5, schedule="constant",
+    ...                         start_epoch=3, end_epoch=10)
+    >>> runtime.set_epoch(3)
+    0.5
+    >>> logits = torch.zeros(1, 2)
+    >>> loss = torch.nn.functional.cross_entropy(logits, torch.tensor([0]))
+    >>> loss = loss + runtime.current_weight * runtime.penalty(logits, torch.tensor([0]))
+    >>> round(runtime.last_penalty, 4)  # KL((0.6, 0.4) || (0.5, 0.5))
+    0.0201
+    """
+
+    def __init__(
+        self,
+        smoothing: NeighbourhoodSmoothing,
+        *,
+        weight: float,
+        schedule: str,
+        start_epoch: int,
+        end_epoch: int,
+        build_seconds: float = 0.0,
+    ) -> None:
+        # Validates weight, schedule and the epochs once, here, not at the first epoch.
+        penalty_weight(
+            start_epoch, weight=weight, schedule=schedule, start_epoch=start_epoch,
+            end_epoch=end_epoch,
+        )  # fmt: skip
+        self.smoothing = smoothing
+        self.weight = float(weight)
+        self.schedule = schedule
+        self.start_epoch = int(start_epoch)
+        self.end_epoch = int(end_epoch)
+        self.build_seconds = float(build_seconds)
+        self.current_weight = 0.0
+        self.last_penalty: float | None = None
+
+    def set_epoch(self, epoch: int) -> float:
+        """Set :attr:`current_weight` for the 0-based ``epoch`` about to run; return it."""
+        self.current_weight = penalty_weight(
+            epoch,
+            weight=self.weight,
+            schedule=self.schedule,
+            start_epoch=self.start_epoch,
+            end_epoch=self.end_epoch,
+        )
+        return self.current_weight
+
+    def penalty(self, logits: Tensor, indices: Tensor, target: Tensor | None = None) -> Tensor:
+        """The unweighted penalty of a batch (then its cache rows are refreshed).
+
+        Parameters
+        ----------
+        logits : Tensor of shape (B, n_classes)
+        indices : Tensor of shape (B,)
+            The batch rows' positions among the training rows (graph node ids).
+        target : Tensor of shape (B,), optional
+            Class indices (``adaptive="agreement"`` needs them).
+
+        Returns
+        -------
+        Tensor
+            Scalar penalty, differentiable with respect to ``logits``.
+        """
+        value = self.smoothing(logits, indices, target)
+        self.last_penalty = float(value.detach())
+        return value
+
+    def __repr__(self) -> str:
+        return (
+            f"NeSCalRuntime({self.smoothing!r}, weight={self.weight!r}, "
+            f"schedule={self.schedule!r}, start_epoch={self.start_epoch}, "
+            f"end_epoch={self.end_epoch})"
+        )
