@@ -279,6 +279,19 @@ def test_pickle_and_joblib_round_trip(iris, tmp_path):
     np.testing.assert_array_equal(joblib.load(tmp_path / "model.joblib").predict_proba(X), expected)
 
 
+def test_predict_leaves_the_module_in_place_and_is_thread_safe(iris):
+    from concurrent.futures import ThreadPoolExecutor
+
+    X, y = iris
+    clf = NeSCalClassifier(loss="ce", **FAST, random_state=0).fit(X, y)
+    module, expected = clf.module_, clf.predict_proba(X)
+    parameters = [p.data_ptr() for p in module.parameters()]
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda _: clf.predict_proba(X), range(16)))
+    assert all(np.array_equal(r, expected) for r in results)
+    assert clf.module_ is module and [p.data_ptr() for p in module.parameters()] == parameters
+
+
 def test_cuda_trained_model_loads_on_cpu(iris, monkeypatch):
     """A model whose device says CUDA unpickles and predicts on a CPU-only machine."""
     X, y = iris
