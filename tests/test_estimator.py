@@ -377,6 +377,18 @@ def test_bad_training_data(iris, make_input, message):
         NeSCalClassifier(**FAST).fit(X, y)
 
 
+@pytest.mark.parametrize("sizes", [(0,), (8, 0, 8), (-4,), ("a",), (2.7,), (True,)])
+def test_hidden_sizes_must_be_positive_ints(iris, sizes):
+    X, y = iris
+    shown = list(sizes)
+    message = (
+        "hidden_sizes must be a sequence of ints >= 1 (the width of each hidden layer; () for "
+        f"none); got {shown!r}."
+    )
+    with pytest.raises(ValueError, match=re.escape(message)):
+        NeSCalClassifier(loss="ce", hidden_sizes=sizes, max_epochs=1).fit(X, y)
+
+
 def test_too_few_rows_for_the_graph(iris):
     X, y = iris
     rows = np.r_[0:5, 50:55, 100:105]

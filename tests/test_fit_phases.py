@@ -197,3 +197,52 @@ def test_patience_counts_from_the_end_of_warmup():
         clf.fit(X, y)
     assert clf.best_epoch_ <= 12 < clf.graph_epoch_ == 13
     assert clf.n_epochs_ == 13 + 3  # epochs 13-16 penalised, none better: 3 misses after 13
+
+
+def test_a_real_interrupt_propagates_and_leaves_no_fitted_model(iris):
+    """Ctrl-C (SIGINT) must not end fit like early stopping: skorch would swallow it and
+    return a truncated model."""
+    import os
+    import signal
+    import threading
+
+    from sklearn.exceptions import NotFittedError
+
+    X, y = iris
+    X = np.repeat(X, 20, axis=0)
+    y = np.repeat(y, 20)
+    clf = NeSCalClassifier(
+        loss="ce", hidden_sizes=(256, 256), max_epochs=500, patience=500, random_state=0
+    )
+    clf.set_params(max_epochs=1).fit(X, y)  # torch's lazy imports happen before the timer
+    clf.set_params(max_epochs=500)
+    timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt, match=r"NeSCalClassifier.fit: training interrupted in epoch \d+"):
+            clf.fit(X, y)
+    finally:
+        timer.cancel()
+    with pytest.raises(NotFittedError):
+        clf.predict(X)  # the earlier 1-epoch fit is gone too: fit never half-succeeds
+
+
+def test_early_stopping_is_not_a_keyboard_interrupt(iris, monkeypatch):
+    """The planned stop must not go through KeyboardInterrupt (which skorch swallows)."""
+    from nescal_sklearn.estimator._net import StopTraining
+
+    raised = []
+    original = StopTraining.__init__
+
+    def spy(self, *args):
+        raised.append(True)
+        original(self, *args)
+
+    monkeypatch.setattr(StopTraining, "__init__", spy)
+    X, y = make_classification(400, 10, n_informative=4, flip_y=0.3, random_state=0)
+    clf = NeSCalClassifier(
+        loss="ce", hidden_sizes=(128, 128), dropout=0.0, max_epochs=60, patience=3,
+        batch_size=32, random_state=0,
+    ).fit(X, y)  # fmt: skip
+    assert clf.n_epochs_ < 60 and raised == [True]
+    assert clf.n_epochs_ == clf.best_epoch_ + 3

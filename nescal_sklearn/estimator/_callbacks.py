@@ -7,7 +7,9 @@
   ``net.nescal_`` (the per-fit :class:`~nescal_sklearn.penalties.NeSCalRuntime`);
 * :class:`PenaltySchedule` sets the runtime's weight for each epoch;
 * :class:`EarlyStoppingAfterWarmup` is skorch's ``EarlyStopping(load_best=True)``
-  whose patience counts from the end of warm-up.
+  whose patience counts from the end of warm-up, and which stops by raising
+  :class:`StopTraining` instead of ``KeyboardInterrupt`` (so that a real Ctrl-C is
+  never mistaken for a planned stop).
 
 They share state through those two documented attributes of the net (see
 :class:`NeSCalNet`), never through history keys or each other.
@@ -22,6 +24,7 @@ import torch
 from skorch.callbacks import Callback, EarlyStopping
 
 from ..losses import NeSCalLoss
+from ._net import StopTraining
 
 __all__ = ["BuildNeighbourhood", "EarlyStoppingAfterWarmup", "PenaltySchedule", "WarmupEnd"]
 
@@ -180,4 +183,9 @@ class EarlyStoppingAfterWarmup(EarlyStopping):
             start = net.warmup_end_epoch_
             epoch = len(net.history) - 1
             self.misses_ = -1 if start is None else min(self.misses_, epoch - start - 1)
-        super().on_epoch_end(net, **kwargs)
+        try:
+            super().on_epoch_end(net, **kwargs)
+        except KeyboardInterrupt:
+            if self.misses_ == self.patience:  # skorch's stop, not a Ctrl-C
+                raise StopTraining from None
+            raise

@@ -26,7 +26,7 @@ from ..exceptions import PenaltyInactiveWarning
 from ..losses import TrainingLoss, get_loss
 from ._callbacks import BuildNeighbourhood, EarlyStoppingAfterWarmup, PenaltySchedule, WarmupEnd
 from ._module import build_module
-from ._net import NeSCalNet
+from ._net import NeSCalNet, TrainingInterrupted
 
 __all__ = ["NeSCalClassifier"]
 
@@ -249,6 +249,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         self : NeSCalClassifier
         """
         self._validate_params()
+        self._hidden_sizes()
         loss = self._validated_loss()
         X, y = validate_data(self, X, y, dtype=np.float32, ensure_min_samples=2)
         check_classification_targets(y)
@@ -292,7 +293,13 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
             )
             net, callbacks = self._build_net(module, loss, X_train, X_valid, y_valid, device, seed)
             train_X = {"X": X_train, "index": np.arange(len(X_train), dtype=np.int64)}
-            net.fit(train_X, y_train)
+            try:
+                net.fit(train_X, y_train)
+            except TrainingInterrupted as exc:
+                # A real Ctrl-C: no half-trained (or earlier) model is left as fitted.
+                for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("_")]:
+                    delattr(self, name)
+                raise KeyboardInterrupt(f"NeSCalClassifier.fit: {exc}") from None
 
         self.loss_ = loss
         self.module_ = net.module_.eval()
@@ -374,9 +381,23 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
             loss.set_params(warmup=AUTO_WARMUP_FALLBACK)
         return loss
 
+    def _hidden_sizes(self) -> tuple[int, ...]:
+        sizes = self.hidden_sizes
+        entries = list(sizes) if isinstance(sizes, (list, tuple, np.ndarray)) else None
+        if entries is None or not all(
+            isinstance(h, numbers.Integral) and not isinstance(h, bool) and h >= 1
+            for h in entries
+        ):
+            shown = [_plain(h) for h in entries] if entries is not None else sizes
+            raise ValueError(
+                "hidden_sizes must be a sequence of ints >= 1 (the width of each hidden "
+                f"layer; () for none); got {shown!r}."
+            )
+        return tuple(int(h) for h in entries)
+
     def _mlp_kwargs(self) -> dict:
         return {
-            "hidden_sizes": tuple(int(h) for h in self.hidden_sizes),
+            "hidden_sizes": self._hidden_sizes(),
             "dropout": self.dropout,
             "activation": self.activation,
         }

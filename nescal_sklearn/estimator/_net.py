@@ -19,7 +19,24 @@ from skorch.dataset import unpack_data
 
 from ..losses import TrainingLoss
 
-__all__ = ["NeSCalNet"]
+__all__ = ["NeSCalNet", "StopTraining", "TrainingInterrupted"]
+
+
+class StopTraining(Exception):
+    """Raised by a callback (early stopping) to end training normally.
+
+    skorch's own convention is ``KeyboardInterrupt``, which makes a real Ctrl-C
+    indistinguishable from a planned stop; this is the planned stop.
+    """
+
+
+class TrainingInterrupted(BaseException):
+    """A real ``KeyboardInterrupt`` during training, carried past skorch's handler.
+
+    skorch's ``partial_fit`` swallows ``KeyboardInterrupt`` (and would return a
+    half-trained net); this is not a ``KeyboardInterrupt`` subclass, so it reaches
+    ``NeSCalClassifier.fit``, which raises ``KeyboardInterrupt`` again.
+    """
 
 
 class NeSCalNet(NeuralNet):
@@ -85,6 +102,22 @@ class NeSCalNet(NeuralNet):
         self.warmup_end_epoch_ = None
         self.mixup_rng_ = np.random.default_rng(self.mixup_seed)
         return self
+
+    def fit_loop(self, X, y=None, **fit_params):
+        """skorch's loop, with its two ways out kept apart.
+
+        A :class:`StopTraining` from a callback ends training normally (skorch then
+        runs ``on_train_end``, which restores the best epoch); a real
+        ``KeyboardInterrupt`` leaves as :class:`TrainingInterrupted` so that it is
+        not swallowed. The loop itself is skorch's, unchanged.
+        """
+        try:
+            return super().fit_loop(X, y, **fit_params)
+        except StopTraining:
+            return self
+        except KeyboardInterrupt as exc:
+            epoch = len(self.history)
+            raise TrainingInterrupted(f"training interrupted in epoch {epoch}") from exc
 
     def infer(self, x, **fit_params):
         if isinstance(x, Mapping):
