@@ -107,11 +107,8 @@ def make_tabular_pipeline(
     ----------
     classifier : estimator or None, default=None
         The final step; None gives ``NeSCalClassifier()``.
-    numeric_features, categorical_features : list of column names or None, default=None
-        Columns of each kind; None selects them by dtype.
-    max_categories : int or None, default=50
-        Upper bound on one-hot columns per categorical feature (rarer categories are
-        grouped), as in :class:`~sklearn.preprocessing.OneHotEncoder`.
+    numeric_features, categorical_features, max_categories
+        Passed to :func:`make_tabular_preprocessor` (same defaults).
 
     Returns
     -------
