@@ -249,7 +249,6 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         self : NeSCalClassifier
         """
         self._validate_params()
-        self._hidden_sizes()
         loss = self._validated_loss()
         X, y = validate_data(self, X, y, dtype=np.float32, ensure_min_samples=2)
         check_classification_targets(y)
@@ -380,6 +379,11 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
             )
             loss.set_params(warmup=AUTO_WARMUP_FALLBACK)
         return loss
+
+    def _validate_params(self) -> None:
+        """scikit-learn's parameter constraints, plus the entries of ``hidden_sizes``."""
+        super()._validate_params()
+        self._hidden_sizes()
 
     def _hidden_sizes(self) -> tuple[int, ...]:
         sizes = self.hidden_sizes
