@@ -1,15 +1,21 @@
-"""``nescal-bench``: run, validate and report config-driven benchmarks.
+"""``nescal-bench``: run, validate, report and compare config-driven benchmarks.
 
 Usage::
 
-    nescal-bench run CONFIG [--dry-run] [--jobs N] [--scheduler ADDRESS] [--resume]
+    nescal-bench run CONFIG [--dry-run] [--estimate-from RESULTS_DIR ...] [--jobs N]
+                            [--scheduler ADDRESS] [--resume]
     nescal-bench report RESULTS_DIR
     nescal-bench validate CONFIG
+    nescal-bench compare RESULTS_DIR... [--confirm-seeds S ...] [--references M ...]
+                         [--best-of M ...] [--condition NAME] [--metric NAME]
+                         [--plot PNG] [--plot-methods M ...]
 
 Exit status: 0 on success, 1 when some fits failed, 2 for a bad config or command,
 130 when interrupted (Ctrl-C).
 All the work is done by :mod:`nescal_sklearn.benchmark`; this module only parses
-arguments and prints.
+arguments and prints. ``report``, ``compare`` and ``validate`` (for configs without
+``NeSCalClassifier`` methods, whose parameters the library checks) import neither
+torch nor skorch.
 """
 
 from __future__ import annotations
@@ -30,7 +36,17 @@ def _parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="run every fit of a config, then write the report")
     run.add_argument("config", metavar="CONFIG", help="JSON configuration file")
     run.add_argument(
-        "--dry-run", action="store_true", help="print the plan and a time estimate, train nothing"
+        "--dry-run",
+        action="store_true",
+        help="print the plan and train nothing; the time estimate, if any, comes from the "
+        "fit times of existing records (--resume, --estimate-from)",
+    )
+    run.add_argument(
+        "--estimate-from",
+        nargs="+",
+        default=[],
+        metavar="RESULTS_DIR",
+        help="with --dry-run: results folders whose records' fit times give the estimate",
     )
     run.add_argument("--jobs", type=int, default=1, metavar="N", help="parallel fits (joblib)")
     run.add_argument(
@@ -43,7 +59,66 @@ def _parser() -> argparse.ArgumentParser:
 
     validate = commands.add_parser("validate", help="check a config and exit")
     validate.add_argument("config", metavar="CONFIG", help="JSON configuration file")
+
+    compare = commands.add_parser(
+        "compare", help="paired comparisons of methods across datasets (markdown)"
+    )
+    compare.add_argument(
+        "results_dirs", nargs="+", metavar="RESULTS_DIR", help="results folders (pooled)"
+    )
+    compare.add_argument(
+        "--confirm-seeds", nargs="+", type=int, default=None, metavar="S",
+        help="confirm seeds to use (default: each folder's own)",
+    )  # fmt: skip
+    compare.add_argument(
+        "--references", nargs="+", default=["ce", "label_smoothing"], metavar="M",
+        help="methods every other is compared with (skipped when absent)",
+    )  # fmt: skip
+    compare.add_argument(
+        "--best-of", nargs="*", default=["ce", "label_smoothing"], metavar="M",
+        help="also compare with the per-dataset better of these methods (none: skip)",
+    )  # fmt: skip
+    compare.add_argument(
+        "--condition", default="clean", metavar="NAME",
+        help="an evaluation condition of the runs (default: the clean test rows)",
+    )  # fmt: skip
+    compare.add_argument(
+        "--metric", default=None, metavar="NAME",
+        help="metric compared (default: nll, or the condition's own, e.g. auroc for OOD rows)",
+    )  # fmt: skip
+    compare.add_argument(
+        "--plot", default=None, metavar="PNG",
+        help="also draw the per-dataset changes against the first reference to this PNG",
+    )  # fmt: skip
+    compare.add_argument(
+        "--plot-methods", nargs="+", default=None, metavar="M",
+        help="methods drawn by --plot (default: every method but the references)",
+    )  # fmt: skip
     return parser
+
+
+def _compare(args) -> int:
+    from .benchmark import compare_markdown, plot_comparison, pool_results
+
+    pooled = pool_results(args.results_dirs, args.confirm_seeds)
+    print(
+        compare_markdown(
+            pooled,
+            references=args.references,
+            best_of=args.best_of,
+            condition=args.condition,
+            metric=args.metric,
+        ),
+        end="",
+    )
+    if args.plot is not None:
+        drawn = args.plot_methods or [m for m in pooled.methods if m not in args.references]
+        plot_comparison(
+            pooled, drawn, args.references[0], args.plot,
+            condition=args.condition, metric=args.metric,
+        )  # fmt: skip
+        print(f"\nFigure: {args.plot}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     args = _parser().parse_args(argv)
     from .benchmark import (
+        CompareError,
         ConfigError,
         OpenMLUnavailableError,
         RunError,
@@ -72,23 +148,37 @@ def main(argv: list[str] | None = None) -> int:
             print(paths["headline"])
             print(f"Report: {paths['markdown']} and {paths['html']}")
             return 0
+        if args.command == "compare":
+            return _compare(args)
         config = load_config(args.config)
         if args.command == "validate":
             n_points = sum(len(m.points()) for m in config.methods)
             print(
                 f"{args.config}: valid ({len(config.datasets)} datasets, {len(config.methods)} "
-                f"methods, {n_points} grid points, {len(config.calibrators)} calibrators)"
+                f"methods, {n_points} grid points, {len(config.calibrators)} calibrators, "
+                f"{len(config.conditions)} conditions)"
             )
             return 0
         if args.jobs < 1:
             raise ConfigError("--jobs", f"expected int >= 1, got {args.jobs}")
         if args.dry_run:
-            print(dry_run(config, jobs=args.jobs, scheduler=args.scheduler))
+            text = dry_run(
+                config,
+                jobs=args.jobs,
+                scheduler=args.scheduler,
+                resume=args.resume,
+                estimate_from=args.estimate_from,
+            )
+            print(text)
             return 0
+        if args.estimate_from:
+            raise ConfigError("--estimate-from", "only used with --dry-run")
         summary = run_benchmark(
             config, jobs=args.jobs, scheduler=args.scheduler, resume=args.resume
         )
-    except (ConfigError, RunError, OpenMLUnavailableError, FileNotFoundError) as exc:
+    except (
+        CompareError, ConfigError, RunError, OpenMLUnavailableError, FileNotFoundError
+    ) as exc:  # fmt: skip
         print(f"nescal-bench: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import copy
+import inspect
 import json
 import re
 from pathlib import Path
 
 import pytest
 
-from nescal_sklearn.benchmark import ConfigError, load_config, validate_config
-from nescal_sklearn.benchmark._registry import CALIBRATORS, available_calibrators
+from nescal_sklearn.benchmark import (
+    ConfigError,
+    GaussianNoise,
+    ImbalancedSource,
+    LocalSource,
+    LossMethod,
+    ScaledRows,
+    load_config,
+    validate_config,
+)
 
 CONFIGS = Path(__file__).resolve().parents[1] / "benchmarks" / "configs"
 
@@ -39,30 +48,22 @@ def check_error(data, message):
 NESCAL_RANDOM = {"name": "nescal_random", "loss": "nescal", "params": {"graph": "random"}}
 
 
+def _classifier_params() -> list[str]:
+    from nescal_sklearn import NeSCalClassifier
+
+    runner = {"random_state", "verbose", "loss"}
+    return sorted(set(NeSCalClassifier().get_params(deep=False)) - runner)
+
+
+CLASSIFIER_PARAMS = _classifier_params()
+
+
 @pytest.mark.parametrize(
     "changes, message",
     [
         (
-            {
-                "methods": [
-                    {"loss": "ce"},
-                    {"loss": "focal"},
-                    {"loss": "nescal", "params": {"n_neighbors": -3}},
-                ]
-            },
-            "methods[2].params.n_neighbors: expected an int >= 1 (NeSCalLoss), got -3",
-        ),
-        (
-            {"methods": [{"loss": "nescal", "grid": {"n_neighbors": [5, 0]}}], "search_seeds": [0]},
-            "methods[0].grid.n_neighbors[1]: expected an int >= 1 (NeSCalLoss), got 0",
-        ),
-        (
             {"methods": [{"loss": "nescal", "grid": {"n_neighbors": 5}}]},
             "methods[0].grid.n_neighbors: expected a non-empty list of values, got 5",
-        ),
-        (
-            {"methods": [{"loss": "label_smoothing", "params": {"lr": -1}}]},
-            "methods[0].params.lr: expected a float in the range (0.0, inf) (NeSCalClassifier), got -1",
         ),
         (
             {"methods": [{"loss": "ce", "params": {"random_state": 1}}]},
@@ -71,9 +72,7 @@ NESCAL_RANDOM = {"name": "nescal_random", "loss": "nescal", "params": {"graph": 
         (
             {"methods": [{"loss": "ce", "params": {"graph": "random"}}]},
             "methods[0].params.graph: unknown parameter; expected a parameter of loss 'ce' [] or of "
-            "NeSCalClassifier ['activation', 'batch_size', 'device', 'dropout', 'early_stopping', "
-            "'embedding_layer', 'hidden_sizes', 'lr', 'max_epochs', 'mixup', 'module', "
-            "'module_kwargs', 'patience', 'validation_fraction', 'weight_decay']",
+            f"NeSCalClassifier {CLASSIFIER_PARAMS}",
         ),
         (
             {"methods": [{"loss": "cee"}]},
@@ -102,15 +101,6 @@ NESCAL_RANDOM = {"name": "nescal_random", "loss": "nescal", "params": {"graph": 
             {"methods": [{"estimator": "sklearn.linear_model.LinearRegression"}]},
             "methods[0].estimator: expected a scikit-learn classifier class with predict_proba, "
             'got "sklearn.linear_model.LinearRegression"',
-        ),
-        (
-            {
-                "methods": [
-                    {"estimator": "sklearn.tree.DecisionTreeClassifier", "params": {"max_depth": 0}}
-                ]
-            },
-            "methods[0].params.max_depth: expected an int in the range [1, inf) or None "
-            "(DecisionTreeClassifier), got 0",
         ),
         (
             {
@@ -232,11 +222,48 @@ NESCAL_RANDOM = {"name": "nescal_random", "loss": "nescal", "params": {"graph": 
         ({"openml": {"n_retries": 0}}, "openml.n_retries: expected int >= 1, got 0"),
         (
             {"foo": 1},
-            "foo: unknown key; expected one of ['budget', 'calibrators', 'confirm_seeds', "
-            "'data_dir', 'datasets', 'description', 'methods', 'metrics', 'name', 'openml', "
-            "'output', 'report', 'search_seeds', 'selection', 'splits']",
+            "foo: unknown key; expected one of ['budget', 'calibrators', 'conditions', "
+            "'confirm_seeds', 'data_dir', 'datasets', 'description', 'methods', 'metrics', "
+            "'name', 'openml', 'output', 'report', 'search_seeds', 'selection', 'splits']",
         ),
         ({"output": ""}, 'output: expected a non-empty string, got ""'),
+        (
+            {"conditions": [{"kind": "blur"}]},
+            "conditions[0].kind: expected one of ['gaussian_noise', 'missing_entries', "
+            "'shuffled_columns', 'scaled_rows'], got \"blur\"",
+        ),
+        (
+            {"conditions": [{"kind": "gaussian_noise"}]},
+            "conditions[0].sd: required key missing; expected a number",
+        ),
+        (
+            {"conditions": [{"kind": "gaussian_noise", "sd": -1}]},
+            "conditions[0].sd: expected a number > 0, got -1",
+        ),
+        (
+            {"conditions": [{"kind": "missing_entries", "fraction": 1.5}]},
+            "conditions[0].fraction: expected a number in (0, 1), got 1.5",
+        ),
+        (
+            {"conditions": [{"kind": "shuffled_columns", "sd": 1}]},
+            "conditions[0].sd: unknown key; expected one of ['kind', 'name']",
+        ),
+        (
+            {"conditions": [{"kind": "scaled_rows", "name": "clean"}]},
+            "conditions[0].name: 'clean' names the unmodified test rows; pick another",
+        ),
+        (
+            {"conditions": [{"kind": "scaled_rows"}, {"kind": "scaled_rows", "factor": 4}]},
+            "conditions[1].name: duplicate condition name 'scaled_rows_4' (also conditions[0])",
+        ),
+        (
+            {"conditions": {"kind": "scaled_rows"}},
+            'conditions: expected a list of evaluation conditions, got {"kind": "scaled_rows"}',
+        ),  # fmt: skip
+        (
+            {"report": {"controls": ["nope"]}},
+            "report.controls[0]: expected a method name, one of ['ce'], got \"nope\"",
+        ),
     ],
 )
 def test_validation_error_messages(changes, message):
@@ -259,16 +286,64 @@ def test_local_dataset_names_are_checked_against_the_manifest(tmp_path):
     )
 
 
-def test_unavailable_calibrator_is_named(monkeypatch):
-    import nescal_sklearn.calibration
+def _library_message(check) -> str:
+    with pytest.raises((ValueError, TypeError)) as info:
+        check()
+    return str(info.value)
 
-    monkeypatch.delattr(nescal_sklearn.calibration, "CalibratedIsotonic")
-    available = [name for name in CALIBRATORS if name != "isotonic"]
-    assert available_calibrators() == available
+
+def test_parameter_errors_are_the_librarys_own_messages_after_the_config_path():
+    from sklearn.tree import DecisionTreeClassifier
+
+    from nescal_sklearn import NeSCalClassifier, get_loss
+
+    def bad_loss(value):
+        def check():
+            loss = get_loss("nescal").set_params(n_neighbors=value)
+            loss.validate()
+
+        return _library_message(check)
+
     check_error(
-        config_with(calibrators=["temperature", "isotonic"]),
-        "calibrators[1]: calibrator 'isotonic' (CalibratedIsotonic) is not available in this "
-        f"version of nescal_sklearn.calibration; available: {available}",
+        config_with(
+            methods=[
+                {"loss": "ce"},
+                {"loss": "focal"},
+                {"loss": "nescal", "params": {"n_neighbors": -3}},
+            ]
+        ),
+        f"methods[2].params.n_neighbors: {bad_loss(-3)}",
+    )
+    check_error(
+        config_with(
+            methods=[{"loss": "nescal", "grid": {"n_neighbors": [5, 0]}}], search_seeds=[0]
+        ),
+        f"methods[0].grid.n_neighbors[1]: {bad_loss(0)}",
+    )
+    lr = _library_message(lambda: NeSCalClassifier(lr=-1)._validate_params())
+    check_error(
+        config_with(methods=[{"loss": "label_smoothing", "params": {"lr": -1}}]),
+        f"methods[0].params.lr: {lr}",
+    )
+    assert lr == (
+        "The 'lr' parameter of NeSCalClassifier must be a float in the range (0.0, inf). "
+        "Got -1 instead."
+    )
+    depth = _library_message(lambda: DecisionTreeClassifier(max_depth=0)._validate_params())
+    check_error(
+        config_with(
+            methods=[
+                {"estimator": "sklearn.tree.DecisionTreeClassifier", "params": {"max_depth": 0}}
+            ]
+        ),
+        f"methods[0].params.max_depth: {depth}",
+    )
+    from nescal_sklearn import CalibratedTemperature
+
+    cv = _library_message(lambda: CalibratedTemperature(None, cv="x")._validate_params())
+    check_error(
+        config_with(calibrators=[{"name": "temperature", "params": {"cv": "x"}}]),
+        f"calibrators[0].params.cv: {cv}",
     )
 
 
@@ -279,7 +354,7 @@ def test_validate_command(tmp_path, capsys):
     path.write_text(json.dumps(config_with(calibrators=["temperature"])))
     assert main(["validate", str(path)]) == 0
     assert capsys.readouterr().out == (
-        f"{path}: valid (1 datasets, 1 methods, 1 grid points, 1 calibrators)\n"
+        f"{path}: valid (1 datasets, 1 methods, 1 grid points, 1 calibrators, 0 conditions)\n"
     )
     path.write_text(json.dumps(config_with(budget={"max_epochs": 0})))
     assert main(["validate", str(path)]) == 2
@@ -334,27 +409,80 @@ def test_defaults_names_and_roundtrip(tmp_path):
         "nescal_random",
         "HistGradientBoostingClassifier",
     ]
-    assert config.methods[3].estimator == "sklearn.ensemble.HistGradientBoostingClassifier"
+    assert config.methods[3].kind.ref == "sklearn.ensemble.HistGradientBoostingClassifier"
+    assert config.methods[1].kind == LossMethod("nescal")
+    # the baseline is the plain cross-entropy, the reference the first neighbour loss that is
+    # not a control, the controls those whose resolved params have loss__graph == "random"
     assert config.report.baseline == "ce" and config.report.reference == "nescal"
-    assert (
-        config.methods[2].is_random_graph_control and not config.methods[1].is_random_graph_control
-    )
-    assert config.methods[1].estimator_params({"weight": 0.5}) == {
+    assert config.report.controls == ("nescal_random",)
+    assert config.methods[1].estimator_params({"weight": 0.5}, config.budget) == {
         "loss__n_neighbors": 5,
         "loss__weight": 0.5,
     }
     again = validate_config(config.to_json())
     assert again == config
+    assert again.to_json()["report"]["controls"] == ["nescal_random"]
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in CONFIGS.glob("*.json")))
 def test_shipped_configs_validate(name):
-    try:
-        config = load_config(CONFIGS / name)
-    except ConfigError as exc:
-        if "is not available in this version of nescal_sklearn.calibration" in str(exc):
-            pytest.skip(str(exc))
-        raise
+    config = load_config(CONFIGS / name)
     assert config.confirm_seeds and config.methods
     again = validate_config(config.to_json(), check_files=False)
     assert again == config  # e.g. the imbalance option survives the round trip
+
+
+def set_default(monkeypatch, function, name, value):
+    """Change the default of parameter ``name`` of ``function`` for one test."""
+    if function.__kwdefaults__ and name in function.__kwdefaults__:
+        monkeypatch.setitem(function.__kwdefaults__, name, value)
+        return
+    params = inspect.signature(function).parameters.values()
+    positional = [p.name for p in params if p.default is not p.empty and p.kind != p.KEYWORD_ONLY]
+    defaults = list(function.__defaults__)
+    defaults[positional.index(name)] = value
+    monkeypatch.setattr(function, "__defaults__", tuple(defaults))
+
+
+def test_random_graph_control_is_read_from_the_resolved_parameters(monkeypatch):
+    from nescal_sklearn import NeSCalLoss
+
+    data = config_with(methods=[{"loss": "ce"}, {"loss": "nescal"}, NESCAL_RANDOM])
+    assert validate_config(data).report.controls == ("nescal_random",)
+    # a loss whose default graph is random needs no "graph" in the config to be a control
+    set_default(monkeypatch, NeSCalLoss.__init__, "graph", "random")
+    config = validate_config(data)
+    assert config.report.controls == ("nescal", "nescal_random")
+    assert config.report.reference is None  # every neighbour loss is a control
+
+
+def test_explicit_report_controls_and_dataset_sources():
+    data = config_with(
+        methods=[{"loss": "ce"}, {"name": "other", "loss": "ce"}],
+        report={"controls": ["other"]},
+        datasets=[{"sklearn": "iris"}, {"local": "adult", "imbalance": 0.05}],
+        conditions=[{"kind": "gaussian_noise", "sd": 0.5}, {"name": "far", "kind": "scaled_rows"}],
+    )
+    config = validate_config(data, check_files=False)
+    assert config.report.controls == ("other",) and config.report.reference is None
+    assert config.datasets[1] == ImbalancedSource(LocalSource("adult"), 0.05)
+    assert config.datasets[1].name == "adult-imbalance-0.05"
+    assert config.conditions == (GaussianNoise("gaussian_noise_0.5", 0.5), ScaledRows("far", 4.0))
+    assert validate_config(config.to_json(), check_files=False) == config
+
+
+def test_saved_configs_are_read_without_the_librarys_checks():
+    data = config_with(
+        methods=[{"loss": "nescal", "params": {"n_neighbors": 5}}],
+        report={"baseline": None, "reference": "nescal", "controls": [], "tie_tolerance": 0.01},
+    )
+    config = validate_config(data, check_params=False)
+    assert config.methods[0].targets is None and config.report.reference == "nescal"
+    with pytest.raises(
+        RuntimeError,
+        match=re.escape(
+            "method 'nescal' was read without the library's checks (a saved run's "
+            "configuration); validate it with check_params=True to build estimators"
+        ),
+    ):
+        config.methods[0].build({}, config.budget, 0)

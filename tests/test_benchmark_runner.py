@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import io
 import json
 import os
@@ -16,13 +17,16 @@ import numpy as np
 import pytest
 from scipy.stats import wilcoxon
 
+import nescal_sklearn
 from nescal_sklearn.benchmark import (
     RecordStore,
     RunError,
     load_config,
+    load_results,
     plan_run,
     run_benchmark,
     validate_config,
+    write_report,
 )
 from nescal_sklearn.cli import main
 
@@ -71,7 +75,23 @@ def tiny_run(tmp_path_factory):
     return config, summary, stream.getvalue()
 
 
-def test_dry_run_prints_the_plan_and_trains_nothing(tmp_path, capsys):
+def _no_fits(monkeypatch):
+    """Make every way of fitting raise, so that a test proves nothing is trained."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    import nescal_sklearn.benchmark._fit
+    from nescal_sklearn import NeSCalClassifier
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a dry run fitted something")
+
+    monkeypatch.setattr(NeSCalClassifier, "fit", refuse)
+    monkeypatch.setattr(HistGradientBoostingClassifier, "fit", refuse)
+    monkeypatch.setattr(nescal_sklearn.benchmark._fit, "execute_fit", refuse)
+
+
+def test_dry_run_prints_the_plan_and_fits_nothing(tmp_path, capsys, monkeypatch):
+    _no_fits(monkeypatch)
     path = write_config(tmp_path, TINY)
     assert main(["run", str(path), "--dry-run", "--jobs", "2"]) == 0
     out = capsys.readouterr().out
@@ -81,7 +101,7 @@ def test_dry_run_prints_the_plan_and_trains_nothing(tmp_path, capsys):
         r"nescal +loss=nescal \{\"n_neighbors\": 5\}; 2 grid points: weight in \[0.5, 1.0\]", out
     )
     assert "hgb                      sklearn.ensemble.HistGradientBoostingClassifier" in out
-    assert "calibrators: temperature\n" in out
+    assert "calibrators: temperature\nconditions: none\n" in out
     assert (
         "seeds: search [0], confirm [1, 2]; grid point chosen on mean validation NLL (raw)\n" in out
     )
@@ -89,8 +109,66 @@ def test_dry_run_prints_the_plan_and_trains_nothing(tmp_path, capsys):
         "fits: 3 datasets x (2 searched grid points x 1 search seeds + 4 methods x 2 confirm "
         "seeds) = 30 fits, 30 distinct" in out
     )
-    assert re.search(r"estimated time: \d+ (s|min \d\d s) with 2 jobs \(.*ce: measured ", out)
+    assert out.endswith(
+        "estimated time: none (a dry run trains nothing, and there are no records to measure "
+        "from: pass --estimate-from RESULTS_DIR of an earlier run of similar fits, or --resume "
+        "with an output folder that holds records)\n"
+    )
     assert not (tmp_path / "results").exists()
+
+
+def test_dry_run_estimates_from_the_fit_times_of_records(tiny_run, tmp_path, capsys, monkeypatch):
+    config, _, _ = tiny_run
+    _no_fits(monkeypatch)
+    store = RecordStore(config.output)
+    records = list(store.load_all())
+    # one more dataset than the records have: its fits are estimated from their method's
+    # seconds per training row and epoch (hgb has no epochs: one per fit)
+    bigger = {**TINY, "datasets": [*TINY["datasets"], {"sklearn": "digits"}]}
+    path = write_config(tmp_path, bigger)
+    assert main(["run", str(path), "--dry-run", "--estimate-from", config.output]) == 0
+    line = capsys.readouterr().out.splitlines()[-1]
+
+    def seconds(r):
+        return r["run"]["fit_seconds"] + r["run"]["calibration_seconds"]
+
+    by_pair, rate, epochs = {}, {}, {}
+    for r in records:
+        by_pair.setdefault((r["dataset"], r["method"]), []).append(seconds(r))
+        n_epochs = r["fit"].get("n_epochs") or r["fit"].get("n_iter") or 1
+        rate.setdefault(r["method"], []).append(seconds(r) / (r["data"]["n_train"] * n_epochs))
+        epochs.setdefault(r["method"], []).append(n_epochs)
+    plan = plan_run(load_config(path))
+    distinct = {t.key: t for t in plan.search + plan.confirm_fixed}
+    for by_point in plan.confirm_candidates.values():
+        distinct.update({t.key: t for t in next(iter(by_point.values()))})
+    total = 0.0
+    for task in distinct.values():
+        pair = (task.dataset.name, task.method.name)
+        if pair in by_pair:
+            total += np.mean(by_pair[pair])
+        else:
+            n_train = 1797 * 0.6  # digits
+            total += np.mean(rate[pair[1]]) * n_train * np.mean(epochs[pair[1]])
+    shown = int(round(total))
+    expected = f"{shown} s" if shown < 60 else f"{shown // 60} min {shown % 60:02d} s"
+    assert line == (
+        f"estimated time: {expected} with 1 job ({expected} of fitting for 40 fits, from the "
+        f"fit times of 30 records in {config.output}: 30 fits by the records of their dataset "
+        "and method, 10 by their method's seconds per training row and epoch)"
+    )
+
+
+def test_dry_run_with_resume_counts_the_recorded_fits(tiny_run, capsys, monkeypatch, tmp_path):
+    config, _, _ = tiny_run
+    _no_fits(monkeypatch)
+    path = tmp_path / "again.json"
+    path.write_text(json.dumps({**TINY, "output": config.output}))
+    assert main(["run", str(path), "--dry-run", "--resume"]) == 0
+    out = capsys.readouterr().out
+    output = Path(config.output).resolve()
+    assert f"resume: 30 of the planned fits are already recorded in {output}\n" in out
+    assert "estimated time: 0 s with 1 job (0 s of fitting for 0 fits, from the fit times" in out
 
 
 def test_end_to_end_records(tiny_run):
@@ -105,8 +183,16 @@ def test_end_to_end_records(tiny_run):
     assert set(record["environment"]) >= {"nescal_sklearn", "torch", "sklearn", "numpy", "skorch"}
     assert record["run"]["fit_seconds"] > 0
     assert len(record["reliability"]["raw"]["counts"]) == 15
+    assert record["conditions"] == {} and isinstance(record["fit"]["warnings"], list)
+    identity = record["identity"]
+    assert identity["threads"] == 1 and identity["nescal_sklearn"] == nescal_sklearn.__version__
+    assert identity["params"]["random_state"] == record["seed"]
     for key in store.keys():
         assert store.read(key)["key"] == key
+    # plan.json lists every fit the run may need: the gridded method's confirm fits at both
+    # grid points included (30 run + 3 datasets x 2 confirm seeds at the other point)
+    saved_plan = json.loads((Path(config.output) / "plan.json").read_text())
+    assert len(saved_plan["fits"]) == 36 and store.keys() <= {f["key"] for f in saved_plan["fits"]}
     lines = [line for line in progress.splitlines() if line.startswith("[")]
     assert len(lines) == 30
     assert re.match(
@@ -294,3 +380,124 @@ def test_kill_and_resume_loses_and_duplicates_nothing(tmp_path):
     assert fresh_store.keys() == store.keys()
     for key in store.keys():
         assert deterministic(fresh_store.read(key)) == deterministic(store.read(key))
+
+
+def set_default(monkeypatch, function, name, value):
+    """Change the default of parameter ``name`` of ``function`` for one test."""
+    if function.__kwdefaults__ and name in function.__kwdefaults__:
+        monkeypatch.setitem(function.__kwdefaults__, name, value)
+        return
+    params = inspect.signature(function).parameters.values()
+    positional = [p.name for p in params if p.default is not p.empty and p.kind != p.KEYWORD_ONLY]
+    defaults = list(function.__defaults__)
+    defaults[positional.index(name)] = value
+    monkeypatch.setattr(function, "__defaults__", tuple(defaults))
+
+
+SMALL = {
+    "name": "small",
+    "datasets": [{"sklearn": "iris"}],
+    "methods": [{"loss": "ce"}, {"loss": "label_smoothing"}],
+    "confirm_seeds": [0, 1],
+    "budget": {"max_epochs": 2, "hidden_sizes": [8]},
+}
+
+
+def test_record_keys_hold_the_resolved_defaults_version_and_threads(tmp_path, monkeypatch):
+    from nescal_sklearn import NeSCalClassifier
+    from nescal_sklearn.losses import LabelSmoothingLoss
+
+    config = load_config(write_config(tmp_path, SMALL))
+
+    def keys(cfg):
+        return [t.key for t in plan_run(cfg).confirm_fixed]
+
+    base = keys(config)
+    assert len(set(base)) == 4 and keys(config) == base  # stable
+    with monkeypatch.context() as patch:  # a loss default the config does not set
+        set_default(patch, LabelSmoothingLoss.__init__, "epsilon", 0.2)
+        changed = keys(config)
+        assert changed[:2] == base[:2] and changed[2:] != base[2:]  # only label smoothing
+        task = plan_run(config).confirm_fixed[2]
+        assert task.identity["params"]["loss__epsilon"] == 0.2
+        assert task.identity["params"]["loss"]["class"].endswith("LabelSmoothingLoss")
+    with monkeypatch.context() as patch:  # an estimator default
+        set_default(patch, NeSCalClassifier.__init__, "lr", 0.01)
+        assert not set(keys(config)) & set(base)
+    with monkeypatch.context() as patch:
+        patch.setattr(nescal_sklearn, "__version__", "9.9")
+        assert not set(keys(config)) & set(base)
+    threads = load_config(
+        write_config(tmp_path, {**SMALL, "budget": {**SMALL["budget"], "threads": 2}})
+    )
+    assert not set(keys(threads)) & set(base)
+    # a config pinning the default value has the same keys as one relying on it
+    pinned = {
+        **SMALL,
+        "methods": [{"loss": "ce"}, {"loss": "label_smoothing", "params": {"epsilon": 0.1}}],
+    }
+    assert keys(load_config(write_config(tmp_path, pinned))) == base
+
+
+def test_resumed_run_reports_records_under_another_key(tmp_path, monkeypatch):
+    from nescal_sklearn.losses import LabelSmoothingLoss
+
+    config = load_config(write_config(tmp_path, SMALL))
+    run_benchmark(config, progress=False, report=False)
+    set_default(monkeypatch, LabelSmoothingLoss.__init__, "epsilon", 0.2)
+    stream = io.StringIO()
+    summary = run_benchmark(config, resume=True, stream=stream, report=False)
+    output = Path(config.output).resolve()
+    assert summary.stale == [
+        f"2 records in {output} were written under another key and are ignored",
+        "  2: same dataset, method, grid point and seed as a planned fit; "
+        "params.loss.params.epsilon: 0.1 -> 0.2; params.loss__epsilon: 0.1 -> 0.2",
+    ]
+    assert stream.getvalue().startswith("\n".join(summary.stale) + "\n")
+    assert (summary.n_skipped, summary.n_finished) == (2, 2)  # CE reused, LS refitted
+    assert len(RecordStore(output).keys()) == 6
+    # the report reads the folder without the stale records, and says so
+    markdown = write_report(output)["markdown"].read_text()
+    assert (
+        "2 records in the folder were written under another key (an earlier configuration, "
+        "default or library version) and are ignored." in markdown
+    )
+    assert "(4 of 4 confirm fits recorded)" in markdown
+
+
+def test_fit_warnings_go_to_the_record_not_the_console(tmp_path, capfd):
+    data = {
+        **SMALL,
+        "methods": [
+            {"estimator": "sklearn.linear_model.LogisticRegression", "params": {"max_iter": 1}}
+        ],
+        "confirm_seeds": [0],
+    }
+    config = load_config(write_config(tmp_path, data))
+    run_benchmark(config, progress=False, report=False)
+    assert "Warning" not in capfd.readouterr().err
+    (record,) = RecordStore(config.output).load_all()
+    (message,) = record["fit"]["warnings"]
+    assert message.startswith("ConvergenceWarning: lbfgs failed to converge")
+    assert record["fit"]["n_iter"] == 1
+
+
+def test_report_counts_the_fits_the_penalty_never_trained(tiny_run):
+    config, _, _ = tiny_run
+    results = load_results(config.output)
+    statuses = {}
+    for by_method in results.reported().values():
+        for method, records in by_method.items():
+            for record in records:
+                status = record["fit"].get("penalty_status")
+                if status is not None:
+                    statuses.setdefault(method, []).append(status)
+    markdown = (Path(config.output) / "report.md").read_text()
+    if not statuses:
+        assert "## Penalty status" not in markdown
+        pytest.skip("this NeSCalClassifier has no penalty_status_")
+    assert set(statuses) == {"nescal", "nescal_random"}  # the neighbour losses only
+    section = markdown.split("## Penalty status")[1].split("\n## ")[0]
+    for method, found in statuses.items():
+        inactive = [s for s in found if s != "penalised"]
+        assert f"| {method} | {len(found)} | {len(inactive)} |" in section

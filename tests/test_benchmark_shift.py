@@ -1,63 +1,70 @@
-"""benchmarks/shift.py: the corruptions, the OOD metrics, the summary, and a smoke run."""
+"""Evaluation conditions: the corruptions, the OOD rows and scores, and a run that records them."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data"
+from nescal_sklearn.benchmark import (
+    GaussianNoise,
+    MissingEntries,
+    RecordStore,
+    ScaledRows,
+    ShuffledColumns,
+    load_config,
+    plan_run,
+    run_benchmark,
+)
+from nescal_sklearn.benchmark._conditions import condition_rng
+from nescal_sklearn.benchmark._registry import ood_metrics, predictive_entropy
 
-
-def _load_script():
-    spec = importlib.util.spec_from_file_location("shift_benchmark", ROOT / "benchmarks" / "shift.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-shift = _load_script()
+SHIFT_CONDITIONS = [
+    {"name": "noise_0.5", "kind": "gaussian_noise", "sd": 0.5},
+    {"name": "noise_1.0", "kind": "gaussian_noise", "sd": 1.0},
+    {"name": "missing_20", "kind": "missing_entries", "fraction": 0.2},
+    {"name": "ood_shuffled", "kind": "shuffled_columns"},
+    {"name": "ood_far", "kind": "scaled_rows", "factor": 4.0},
+]
 
 
 # --------------------------------------------------------------------------- corruptions
-
-
 def test_gaussian_noise_has_the_requested_sd_and_is_seeded():
     X = np.random.default_rng(0).normal(size=(2000, 50)).astype(np.float32)
-    out = shift.add_gaussian_noise(X, np.random.default_rng(1), sd=0.5)
+    noise_05 = GaussianNoise("n", sd=0.5)
+    out = noise_05.rows(X, np.random.default_rng(1))
     noise = out.astype(np.float64) - X
     assert out.dtype == np.float32 and out.shape == X.shape
     assert abs(noise.std() - 0.5) < 0.005 and abs(noise.mean()) < 0.005
     assert np.all(np.abs(noise.std(axis=0) - 0.5) < 0.05)  # every column, not just overall
-    again = shift.add_gaussian_noise(X, np.random.default_rng(1), sd=0.5)
-    np.testing.assert_array_equal(out, again)
-    other = shift.add_gaussian_noise(X, np.random.default_rng(2), sd=0.5)
-    assert not np.array_equal(out, other)
+    np.testing.assert_array_equal(out, noise_05.rows(X, np.random.default_rng(1)))
+    assert not np.array_equal(out, noise_05.rows(X, np.random.default_rng(2)))
 
 
 def test_conditions_are_fixed_by_seed_and_name():
     X = np.random.default_rng(0).normal(size=(40, 6)).astype(np.float32)
-    first = shift.build_conditions(X, 3, shift.SHIFTS)
-    second = shift.build_conditions(X, 3, shift.SHIFTS)
-    assert list(first) == ["clean", "noise_0.5", "noise_1.0", "missing_20"]
-    for name in first:
-        np.testing.assert_array_equal(first[name], second[name])
-    np.testing.assert_array_equal(first["clean"], X)
-    other_seed = shift.build_conditions(X, 4, shift.SHIFTS)
-    assert not np.array_equal(first["noise_1.0"], other_seed["noise_1.0"])
+    half, one = GaussianNoise("noise_0.5", 0.5), GaussianNoise("noise_1.0", 1.0)
+
+    def rows(condition, seed):
+        return condition.rows(X, condition_rng(seed, condition.name))
+
+    np.testing.assert_array_equal(rows(one, 3), rows(one, 3))
+    assert not np.array_equal(rows(one, 3), rows(one, 4))
     # the two noise levels use different draws, not one draw scaled
-    assert not np.allclose(2 * (first["noise_0.5"] - X), first["noise_1.0"] - X)
+    assert not np.allclose(2 * (rows(half, 3) - X), rows(one, 3) - X)
+    # the generator is numpy's, seeded by the seed and the CRC-32 of the name
+    expected = np.random.default_rng([3, 573627192])
+    assert condition_rng(3, "noise_1.0").integers(10**9) == expected.integers(10**9)
 
 
-def test_zero_entries_replaces_the_requested_fraction():
+def test_missing_entries_replaces_the_requested_fraction():
     X = np.random.default_rng(0).uniform(1.0, 2.0, size=(100, 30)).astype(np.float32)
     original = X.copy()
-    out = shift.zero_entries(X, np.random.default_rng(5), fraction=0.2)
+    out = MissingEntries("m", fraction=0.2).rows(X, np.random.default_rng(5))
     zeroed = out == 0
     assert zeroed.sum() == 600  # 20 % of 3000 entries
     np.testing.assert_array_equal(out[~zeroed], X[~zeroed])
@@ -65,11 +72,11 @@ def test_zero_entries_replaces_the_requested_fraction():
     assert 0 < zeroed.sum(axis=0).min()  # spread over the columns, not a block
 
 
-def test_shuffle_columns_keeps_marginals_and_breaks_rows():
+def test_shuffled_columns_keep_marginals_and_break_rows():
     rng = np.random.default_rng(0)
     a = rng.normal(size=300)
     X = np.column_stack([a, 2 * a, rng.integers(0, 2, size=300)]).astype(np.float32)
-    out = shift.shuffle_columns(X, np.random.default_rng(1))
+    out = ShuffledColumns("s").rows(X, np.random.default_rng(1))
     assert out.dtype == np.float32 and out.shape == X.shape
     for j in range(X.shape[1]):
         np.testing.assert_array_equal(np.sort(out[:, j]), np.sort(X[:, j]))
@@ -77,9 +84,9 @@ def test_shuffle_columns_keeps_marginals_and_breaks_rows():
     assert abs(np.corrcoef(out[:, 0], out[:, 1])[0, 1]) < 0.3  # was exactly 1
 
 
-def test_scale_rows_multiplies_by_four():
+def test_scaled_rows_multiply_by_the_factor():
     X = np.random.default_rng(0).normal(size=(20, 5)).astype(np.float32)
-    out = shift.OOD_SETS["ood_far"](X, np.random.default_rng(0))
+    out = ScaledRows("far").rows(X, np.random.default_rng(0))
     np.testing.assert_array_equal(out, 4 * X)
     assert out.dtype == np.float32
 
@@ -94,110 +101,132 @@ def test_ood_metrics_against_a_pairwise_count():
     s_in = [entropy(p) for p in proba_in]
     s_out = [entropy(p) for p in proba_out]
     pairs = [(o > i) + 0.5 * (o == i) for o in s_out for i in s_in]
-    got = shift.ood_metrics(proba_in, proba_out)
+    got = ood_metrics(proba_in, proba_out)
     assert got["auroc"] == pytest.approx(sum(pairs) / len(pairs))
     assert got["max_proba"] == pytest.approx((0.5 + 0.7 + 0.95 + 0.8) / 4)
-    np.testing.assert_allclose(shift.predictive_entropy(proba_out), s_out)
-    assert shift.predictive_entropy(np.array([[1.0, 0.0]]))[0] == 0.0  # 0 log 0 = 0
+    np.testing.assert_allclose(predictive_entropy(proba_out), s_out)
+    assert predictive_entropy(np.array([[1.0, 0.0]]))[0] == 0.0  # 0 log 0 = 0
+    # an OOD condition scores the OOD rows against the clean test rows
+    assert ScaledRows("far").score(None, proba_in, proba_out, None) == got
 
 
-# --------------------------------------------------------------------------- summary
+# --------------------------------------------------------------------------- a run
+def _config(tmp_path: Path, **changes) -> dict:
+    data = {
+        "name": "shift",
+        "output": str(tmp_path / "results"),
+        "datasets": [{"sklearn": "breast_cancer"}, {"sklearn": "iris"}],
+        "methods": [
+            {"name": "ce", "loss": "ce"},
+            {"name": "logreg", "estimator": "sklearn.linear_model.LogisticRegression"},
+        ],
+        "calibrators": ["temperature"],
+        "conditions": SHIFT_CONDITIONS,
+        "confirm_seeds": [3],
+        "budget": {"max_epochs": 2, "hidden_sizes": [8]},
+        **changes,
+    }
+    path = tmp_path / "shift.json"
+    path.write_text(json.dumps(data))
+    return data
 
 
-def _records(method: str, nll: list[float], auroc: list[float], acc_shift: float = 0.0):
-    """Two seeds per dataset whose means are ``nll`` / ``auroc`` (datasets a, b, c)."""
-    out = []
-    for d, n, a in zip("abc", nll, auroc, strict=True):
-        for seed, delta in ((3, -0.1), (4, 0.1)):
-            stage = {
-                "clean": {"nll": n + delta * n, "accuracy": 0.8 + acc_shift, "ece": 0.1},
-                "ood_far": {"auroc": a + delta * a, "max_proba": 0.9},
-            }
-            out.append({"dataset": d, "seed": seed, "method": method, "raw": stage, "ts": stage})
-    return out
+@pytest.fixture(scope="module")
+def shift_run(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("shift")
+    _config(tmp_path)
+    config = load_config(tmp_path / "shift.json")
+    run_benchmark(config, progress=False, report=True)
+    return config
 
 
-def test_summarise_counts_medians_and_p_values():
-    records = (
-        _records("ce", [1.0, 0.5, 0.4], [0.6, 0.7, 0.8])
-        # NLL change -20 %, -10 %, +5 %; AUROC change +10 %, +20 %, -5 %
-        + _records("nescal", [0.8, 0.45, 0.42], [0.66, 0.84, 0.76], acc_shift=0.01)
-        + _records("same", [1.0, 0.5, 0.4], [0.6, 0.7, 0.8])
+def test_a_run_records_every_condition_at_every_stage(shift_run):
+    records = list(RecordStore(shift_run.output).load_all())
+    assert len(records) == 4
+    for record in records:
+        assert set(record["conditions"]) == {c["name"] for c in SHIFT_CONDITIONS}
+        for name, by_stage in record["conditions"].items():
+            assert set(by_stage) == {"raw", "temperature"}
+            for metrics in by_stage.values():
+                if name.startswith("ood_"):
+                    assert set(metrics) == {"auroc", "max_proba"}
+                    assert 0 <= metrics["auroc"] <= 1 and 0 < metrics["max_proba"] <= 1
+                else:
+                    assert set(metrics) == set(record["test"]["raw"])
+                    assert np.isfinite(metrics["nll"]) and 0 <= metrics["accuracy"] <= 1
+        assert record["identity"]["conditions"] == SHIFT_CONDITIONS
+    report = (Path(shift_run.output) / "report.md").read_text()
+    assert (
+        "Evaluation conditions recorded: `noise_0.5` (gaussian_noise), `noise_1.0` "
+        "(gaussian_noise), `missing_20` (missing_entries), `ood_shuffled` (shuffled_columns), "
+        "`ood_far` (scaled_rows); compare methods under one with "
+        "`nescal-bench compare RESULTS_DIR --condition NAME`." in report
     )
-    text = shift.summarise(records, references=["ce", "label_smoothing"])
-    # Wilcoxon, n = 3, one sign on rank 1 and the other on ranks 2, 3: the smaller rank
-    # sum is 1, P(W <= 1) = 2/8 under the null, two-sided p = 0.5
-    for stage in ("raw", "ts"):
-        assert (
-            f"| nescal | clean | {stage} | NLL | lower on 2/3 | -10.00 % | 0.5 | +1.00 pt |" in text
-        )
-        assert f"| nescal | ood_far | {stage} | AUROC | higher on 2/3 | +10.00 % | 0.5 | – |" in text
-        assert f"| same | clean | {stage} | NLL | lower on 0/3 | +0.00 % | nan | +0.00 pt |" in text
-    assert "## Against `ce`" in text
-    assert "Against `label_smoothing`" not in text  # absent reference skipped
-    assert "## Against `nescal`" not in text
-    # per-dataset table of mean NLL after TS, and of AUROC raw / after TS
-    assert "| a | 1.0000 | 0.8000 | 1.0000 |" in text
-    assert "| b | 0.7000 / 0.7000 | 0.8400 / 0.8400 | 0.7000 / 0.7000 |" in text
 
 
-def test_summarise_against_a_second_reference():
-    records = _records("ce", [1.0, 0.5, 0.4], [0.6, 0.7, 0.8]) + _records(
-        "label_smoothing", [0.5, 0.25, 0.2], [0.6, 0.7, 0.8]
+def test_condition_metrics_are_those_of_the_seeded_condition_rows(shift_run):
+    """Recompute one record's conditions from public pieces: the same split, the same model,
+    the rows of each condition drawn with the generator of (seed, name)."""
+    from sklearn.base import clone
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.metrics import log_loss
+
+    from nescal_sklearn.benchmark import stratified_split
+
+    task = next(
+        t
+        for t in plan_run(shift_run).confirm_fixed
+        if t.method.name == "logreg" and t.dataset.name == "sklearn-breast_cancer"
     )
-    text = shift.summarise(records, references=["ce", "label_smoothing"])
-    assert "| label_smoothing | clean | raw | NLL | lower on 3/3 | -50.00 % | 0.25 |" in text
-    assert "| ce | clean | raw | NLL | lower on 0/3 | +100.00 % | 0.25 |" in text
-
-
-def test_summarise_against_the_better_of_two_references():
-    records = (
-        _records("ce", [1.0, 0.5, 0.4], [0.6, 0.7, 0.8])
-        + _records("label_smoothing", [0.5, 1.0, 0.4], [0.9, 0.5, 0.8])
-        # NLL vs the better (ls, ce, either): +60 %, -10 %, +0 %;
-        # AUROC vs the better (ls 0.9, ce 0.7, 0.8): -10 %, +20 %, +0 %
-        + _records("nescal", [0.8, 0.45, 0.4], [0.81, 0.84, 0.8])
+    record = RecordStore(shift_run.output).read(task.key)
+    X, y = load_breast_cancer(return_X_y=True)
+    split = stratified_split(X, y, seed=3)
+    model = clone(task.estimator).fit(split.X_train, split.y_train)
+    for condition in shift_run.conditions:
+        rows = condition.rows(split.X_test, np.random.default_rng([3, _crc(condition.name)]))
+        got = record["conditions"][condition.name]["raw"]
+        if condition.name.startswith("ood_"):
+            expected = ood_metrics(model.predict_proba(split.X_test), model.predict_proba(rows))
+            assert got == pytest.approx(expected, rel=1e-12)
+        else:
+            nll = log_loss(split.y_test, model.predict_proba(rows))
+            assert got["nll"] == pytest.approx(nll, rel=1e-12)
+    assert record["test"]["raw"]["nll"] == pytest.approx(
+        log_loss(split.y_test, model.predict_proba(split.X_test)), rel=1e-12
     )
-    text = shift.summarise(records, references=["ce", "label_smoothing"])
-    assert "## Against the better of `ce` and `label_smoothing` (per dataset)" in text
-    better_of = text.split("## Against the better of")[1].split("\n## ")[0]
-    assert "| nescal | clean | raw | NLL | lower on 1/3 | +0.00 % |" in better_of
-    assert "| nescal | ood_far | ts | AUROC | higher on 1/3 | +0.00 % |" in better_of
-    assert "| ce |" not in better_of and "| label_smoothing |" not in better_of
 
 
-# --------------------------------------------------------------------------- smoke run
+def _crc(name: str) -> int:
+    import zlib
+
+    return zlib.crc32(name.encode())
 
 
-@pytest.mark.skipif(not DATA.is_dir(), reason="the local dev suite ../shared/data is absent")
-def test_quick_run_records_summary_and_resume(tmp_path, capsys):
-    out = tmp_path / "shift"
-    argv = ["--quick", "--data-dir", str(DATA), "--out", str(out)]
-    assert shift.main(argv) == 0
-    lines = (out / "records.jsonl").read_text().splitlines()
-    records = [json.loads(line) for line in lines]
-    assert sorted(r["method"] for r in records) == ["ce", "label_smoothing", "nescal"]
-    conditions = [*shift.SHIFTS, *shift.OOD_SETS]
-    for rec in records:
-        assert rec["seed"] == 3 and rec["temperature"] > 0
-        for stage in ("raw", "ts"):
-            assert list(rec[stage]) == conditions
-            for name in shift.SHIFTS:
-                assert np.isfinite(rec[stage][name]["nll"]) and rec[stage][name]["nll"] > 0
-                assert 0 <= rec[stage][name]["accuracy"] <= 1
-            for name in shift.OOD_SETS:
-                assert 0 <= rec[stage][name]["auroc"] <= 1
-                assert 0.5 <= rec[stage][name]["max_proba"] <= 1  # binary dataset
-    summary = (out / "summary.md").read_text()
-    assert all(name in summary for name in conditions)
-    assert "## Against `ce`" in summary and "## Against `label_smoothing`" in summary
-    capsys.readouterr()
+def test_compare_under_a_condition(shift_run, capsys):
+    from nescal_sklearn.cli import main
 
-    assert shift.main(argv) == 0  # resume: nothing left to fit
-    assert (out / "records.jsonl").read_text().splitlines() == lines
-    assert "3 fits planned, 3 already recorded" in capsys.readouterr().err
-
-    pooled = tmp_path / "pooled"
-    argv = ["--summary-only", "--out", str(pooled), "--from", str(out), str(out)]
-    assert shift.main(argv) == 0
-    assert (pooled / "summary.md").read_text() == summary
+    assert main(["compare", shift_run.output, "--condition", "ood_far", "--references", "ce"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("# Paired comparisons under `ood_far`, confirm seeds [3], 2 datasets\n")
+    assert (
+        "| method | stage | higher AUROC on | median AUROC change | Wilcoxon p "
+        "| median accuracy change |" in out
+    )
+    assert re.search(r"\| logreg \| ts \| \d/2 \| [-+]\d+\.\d\d % \| [\d.]+ \| – \|", out)
+    assert "## AUROC under `ood_far` after temperature scaling, mean over confirm seeds" in out
+    assert main(["compare", shift_run.output, "--condition", "noise_1.0", "--metric", "ece"]) == 0
+    out = capsys.readouterr().out
+    assert "| method | stage | lower ECE on | median ECE change |" in out
+    assert re.search(
+        r"\| logreg \| raw \| \d/2 \| [-+]\d+\.\d\d % \| [\d.]+ \| [-+]\d+\.\d\d pt \|", out
+    )
+    assert main(["compare", shift_run.output, "--condition", "blur"]) == 2
+    assert capsys.readouterr().err == (
+        "nescal-bench: error: no evaluation condition 'blur' in the results; they have "
+        "['clean', 'noise_0.5', 'noise_1.0', 'missing_20', 'ood_shuffled', 'ood_far']\n"
+    )
+    assert main(["compare", shift_run.output, "--condition", "ood_far", "--metric", "nll"]) == 2
+    assert capsys.readouterr().err == (
+        "nescal-bench: error: metric 'nll' is not recorded under condition 'ood_far'; expected "
+        "one of ['auroc', 'max_proba']\n"
+    )

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 from sklearn.model_selection import train_test_split
 
-from nescal_sklearn.benchmark import stratified_split
-from nescal_sklearn.benchmark._data import MIN_ROWS_PER_CLASS, _subsample
+from nescal_sklearn.benchmark import cap_rows, stratified_split
+from nescal_sklearn.benchmark._data import MIN_ROWS_PER_CLASS
 
 
 def _imbalanced(n=5000):
@@ -19,7 +19,7 @@ def _imbalanced(n=5000):
 
 def test_rare_classes_are_topped_up_to_a_splittable_count():
     X, y = _imbalanced()
-    X_cap, y_cap = _subsample(X, y, 300)
+    X_cap, y_cap = cap_rows(X, y, 300)
     counts = pd.Series(y_cap).value_counts()
     assert counts["rare"] >= MIN_ROWS_PER_CLASS and counts["tiny"] >= MIN_ROWS_PER_CLASS
     assert len(y_cap) <= 300 + 2 * MIN_ROWS_PER_CLASS
@@ -32,7 +32,7 @@ def test_cap_is_the_plain_stratified_subsample_when_no_class_is_short():
     y = np.where(np.arange(len(y)) < 500, "small", "big")  # 1000 of 5000 keeps ~100 small
     _, X_old, _, y_old = train_test_split(X, y, test_size=1000, stratify=y, random_state=0)
     assert np.sum(y_old == "small") >= MIN_ROWS_PER_CLASS
-    X_new, y_new = _subsample(X, y, 1000)
+    X_new, y_new = cap_rows(X, y, 1000)
     np.testing.assert_array_equal(y_new, y_old)
     assert X_new.index.equals(X_old.index)
 
@@ -65,15 +65,39 @@ def test_make_imbalanced_keeps_small_classes_and_checks_the_ratio():
 
 
 def test_imbalanced_dataset_entry_loads_long_tailed_and_capped(tmp_path):
-    from nescal_sklearn.benchmark import DatasetSpec
-    from nescal_sklearn.benchmark._config import OpenMLSettings
-    from nescal_sklearn.benchmark._data import load_benchmark_data
+    from nescal_sklearn.benchmark import ImbalancedSource, SklearnSource
+    from nescal_sklearn.benchmark._sources import DataContext, load_benchmark_data
+    from nescal_sklearn.benchmark._specs import OpenMLSettings
 
-    spec = DatasetSpec("sklearn", "digits", imbalance=0.05)
-    data = load_benchmark_data(spec, None, OpenMLSettings(), 600)
+    context = DataContext(None, OpenMLSettings(), 600)
+    spec = ImbalancedSource(SklearnSource("digits"), 0.05)
+    data = load_benchmark_data(spec, context)
     counts = np.sort(np.bincount(data.y))
     assert len(data.y) <= 600 + 10 * MIN_ROWS_PER_CLASS
     assert counts[-1] / counts[0] >= 10  # heavily imbalanced (about 1/0.05 = 20)
     assert data.name == "sklearn-digits-imbalance-0.05"
-    plain = load_benchmark_data(DatasetSpec("sklearn", "digits"), None, OpenMLSettings(), 600)
+    plain = load_benchmark_data(SklearnSource("digits"), context)
     assert np.bincount(plain.y).max() / np.bincount(plain.y).min() < 1.2
+
+
+def test_stratified_split_fits_the_preprocessing_on_the_training_rows_only():
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(
+        {
+            "a": rng.normal(5.0, 2.0, size=200),
+            "city": pd.Categorical(rng.choice(["x", "y"], size=200)),
+        }
+    )
+    y = np.repeat([0, 1], 100)
+    split = stratified_split(X, y, seed=1, fractions=(0.5, 0.25, 0.25))
+    assert (len(split.y_train), len(split.y_val), len(split.y_test)) == (100, 50, 50)
+    assert split.X_train.dtype == np.float32 and split.X_train.shape[1] == 3  # a + 2 one-hot
+    np.testing.assert_allclose(split.X_train[:, 0].mean(), 0.0, atol=1e-5)  # scaled on train
+    assert abs(split.X_test[:, 0].mean()) > 1e-4  # ... not on the test rows
+    # the same split as scikit-learn's two stratified splits, row order included
+    rest, test = train_test_split(np.arange(200), test_size=0.25, stratify=y, random_state=1)
+    train, _ = train_test_split(rest, test_size=1 / 3, stratify=y[rest], random_state=1)
+    np.testing.assert_array_equal(split.y_test, y[test])
+    np.testing.assert_array_equal(split.y_train, y[train])
+    expected = (X["a"].iloc[train] - X["a"].iloc[train].mean()) / X["a"].iloc[train].std(ddof=0)
+    np.testing.assert_allclose(split.X_train[:, 0], expected, rtol=1e-5)

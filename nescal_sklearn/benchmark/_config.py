@@ -2,9 +2,9 @@
 
 Every error is a :class:`ConfigError` whose message starts with the path of the bad
 key in the file, then says what was expected and what was found, e.g.
-``methods[2].params.n_neighbors: expected an int >= 1 (NeSCalLoss), got -3``.
-Parameter values of the methods and calibrators are checked by the library's own
-validation (the loss objects, the estimators' parameter constraints).
+``budget.max_epochs: expected int >= 1, got 0``. Parameter values of the methods and
+calibrators are checked by the library's own validation (the loss objects, the
+estimators' parameter constraints): the path, then the library's message.
 """
 
 from __future__ import annotations
@@ -15,49 +15,47 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ._entries import _budget, _calibrator, _dataset, _method, _seeds, _splits
-from ._registry import METRICS
+from ._conditions import Condition
+from ._entries import (
+    budget_section,
+    calibrators_section,
+    check_search_seeds,
+    conditions_section,
+    datasets_section,
+    methods_section,
+    metrics_section,
+    openml_section,
+    report_section,
+    seeds_section,
+    selection_section,
+    splits_section,
+)
+from ._methods import MethodSpec
+from ._sources import DataContext, DatasetSource
 from ._specs import (
     Budget,
     CalibratorSpec,
     ConfigError,
-    DatasetSpec,
-    MethodSpec,
     OpenMLSettings,
     ReportSettings,
     Splits,
-    _fail,
-    _int,
-    _is_real,
     _mapping,
-    _show,
+    _optional_str,
 )
 
-__all__ = [
-    "BenchmarkConfig",
-    "Budget",
-    "CalibratorSpec",
-    "ConfigError",
-    "DatasetSpec",
-    "MethodSpec",
-    "OpenMLSettings",
-    "ReportSettings",
-    "Splits",
-    "load_config",
-    "validate_config",
-]
+__all__ = ["BenchmarkConfig", "ConfigError", "load_config", "validate_config"]
 
 
-# ----------------------------------------------------------------------- config
 @dataclass(frozen=True)
 class BenchmarkConfig:
     """A validated benchmark configuration (see :func:`validate_config`)."""
 
     name: str
     output: str
-    datasets: tuple[DatasetSpec, ...]
+    datasets: tuple[DatasetSource, ...]
     methods: tuple[MethodSpec, ...]
     calibrators: tuple[CalibratorSpec, ...] = ()
+    conditions: tuple[Condition, ...] = ()
     search_seeds: tuple[int, ...] = ()
     confirm_seeds: tuple[int, ...] = (0,)
     splits: Splits = field(default_factory=Splits)
@@ -69,10 +67,19 @@ class BenchmarkConfig:
     data_dir: str | None = None
     description: str = ""
 
-    def method(self, name: str) -> MethodSpec:
-        return next(m for m in self.methods if m.name == name)
+    @property
+    def stages(self) -> list[str]:
+        """``"raw"`` then each calibrator's name: the stages every fit is measured at."""
+        return ["raw", *(c.name for c in self.calibrators)]
 
-    def with_datasets(self, datasets: tuple[DatasetSpec, ...]) -> BenchmarkConfig:
+    def data_context(self) -> DataContext:
+        """Where the data of this run come from (the local folder made absolute)."""
+        from ._datasets import _data_dir
+
+        data_dir = os.path.abspath(_data_dir(self.data_dir))  # workers may run elsewhere
+        return DataContext(data_dir, self.openml, self.budget.max_rows)
+
+    def with_datasets(self, datasets: tuple[DatasetSource, ...]) -> BenchmarkConfig:
         """A copy with another dataset list (OpenML suites expanded into their tasks)."""
         return replace(self, datasets=tuple(datasets))
 
@@ -87,6 +94,7 @@ class BenchmarkConfig:
             "datasets": [d.to_json() for d in self.datasets],
             "methods": [m.to_json() for m in self.methods],
             "calibrators": [c.to_json() for c in self.calibrators],
+            "conditions": [c.to_json() for c in self.conditions],
             "search_seeds": list(self.search_seeds),
             "confirm_seeds": list(self.confirm_seeds),
             "splits": self.splits.to_json(),
@@ -99,19 +107,17 @@ class BenchmarkConfig:
 
 _TOP_LEVEL = (
     "name", "description", "output", "data_dir", "openml", "datasets", "methods",
-    "calibrators", "search_seeds", "confirm_seeds", "splits", "budget", "metrics",
-    "selection", "report",
+    "calibrators", "conditions", "search_seeds", "confirm_seeds", "splits", "budget",
+    "metrics", "selection", "report",
 )  # fmt: skip
 
 
-def _optional_str(path: str, value: Any) -> str | None:
-    if value is not None and (not isinstance(value, str) or not value):
-        raise _fail(path, "a non-empty string", value)
-    return value
-
-
 def validate_config(
-    data: Any, *, default_name: str = "benchmark", check_files: bool = True
+    data: Any,
+    *,
+    default_name: str = "benchmark",
+    check_files: bool = True,
+    check_params: bool = True,
 ) -> BenchmarkConfig:
     """Validate a configuration object (the parsed JSON) and return a :class:`BenchmarkConfig`.
 
@@ -123,8 +129,13 @@ def validate_config(
         ``name`` when the file gives none (the file's stem); also names the default
         output directory ``results/<name>``.
     check_files : bool, default=True
-        Check local dataset names against the manifest in ``data_dir`` (the report
-        skips this: it only reads records).
+        Check local dataset names against the manifest in ``data_dir``.
+    check_params : bool, default=True
+        Check method and calibrator parameters with the library (which imports torch
+        for ``NeSCalClassifier`` methods) and resolve the report's defaults. False
+        only reads the structure: for a saved run's configuration, which the report
+        and ``compare`` read without importing torch; such a configuration cannot
+        plan fits.
 
     Raises
     ------
@@ -136,11 +147,11 @@ def validate_config(
     >>> from nescal_sklearn.benchmark import validate_config
     >>> config = validate_config({
     ...     "datasets": [{"sklearn": "iris"}],
-    ...     "methods": [{"loss": "ce"}],
+    ...     "methods": [{"estimator": "sklearn.linear_model.LogisticRegression"}],
     ...     "confirm_seeds": [0, 1],
     ... })
     >>> config.output, [m.name for m in config.methods]
-    ('results/benchmark', ['ce'])
+    ('results/benchmark', ['LogisticRegression'])
     >>> try:
     ...     validate_config({"datasets": [{"sklearn": "iris"}], "methods": [{"loss": "ce"}],
     ...                      "confirm_seeds": [0], "budget": {"max_epochs": 0}})
@@ -153,122 +164,34 @@ def validate_config(
     data_dir = _optional_str("data_dir", data.get("data_dir"))
     from ._datasets import _data_dir
 
-    resolved_data_dir = _data_dir(data_dir) if check_files else None
-
-    if "datasets" not in data:
-        raise ConfigError("datasets", "required key missing; expected a non-empty list of datasets")
-    if not isinstance(data["datasets"], list) or not data["datasets"]:
-        raise _fail("datasets", "a non-empty list of datasets", data["datasets"])
-    datasets = []
-    for i, entry in enumerate(data["datasets"]):
-        spec = _dataset(f"datasets[{i}]", entry, resolved_data_dir)
-        if spec in datasets:
-            raise ConfigError(f"datasets[{i}]", f"duplicate dataset {_show(spec.to_json())}")
-        datasets.append(spec)
-
-    if "methods" not in data:
-        raise ConfigError("methods", "required key missing; expected a non-empty list of methods")
-    if not isinstance(data["methods"], list) or not data["methods"]:
-        raise _fail("methods", "a non-empty list of methods", data["methods"])
-    methods: list[MethodSpec] = []
-    for i, entry in enumerate(data["methods"]):
-        method = _method(f"methods[{i}]", entry)
-        for j, other in enumerate(methods):
-            if other.name == method.name:
-                raise ConfigError(
-                    f"methods[{i}].name",
-                    f"duplicate method name {method.name!r} (also methods[{j}]); give each a 'name'",
-                )
-        methods.append(method)
-
-    calibrator_entries = data.get("calibrators", [])
-    if not isinstance(calibrator_entries, list):
-        raise _fail("calibrators", "a list of calibrator names or objects", calibrator_entries)
-    calibrators: list[CalibratorSpec] = []
-    for i, entry in enumerate(calibrator_entries):
-        spec = _calibrator(f"calibrators[{i}]", entry)
-        if any(c.name == spec.name for c in calibrators) or spec.name == "raw":
-            raise ConfigError(f"calibrators[{i}]", f"duplicate calibrator {spec.name!r}")
-        calibrators.append(spec)
-
-    if "confirm_seeds" not in data:
-        raise ConfigError(
-            "confirm_seeds", "required key missing; expected a non-empty list of ints >= 0"
-        )
-    confirm = _seeds("confirm_seeds", data["confirm_seeds"], required=True)
-    search = _seeds("search_seeds", data.get("search_seeds", []), required=False)
-    gridded = [(i, m) for i, m in enumerate(methods) if len(m.points()) > 1]
-    if gridded and not search:
-        i, m = gridded[0]
-        raise ConfigError(
-            "search_seeds",
-            f"expected a non-empty list of ints >= 0 because methods[{i}].grid has "
-            f"{len(m.points())} points, got {_show(data.get('search_seeds', []))}",
-        )
-
-    metrics = data.get("metrics", list(BenchmarkConfig.metrics))
-    if not isinstance(metrics, list) or not metrics:
-        raise _fail("metrics", f"a non-empty list of metric names from {list(METRICS)}", metrics)
-    for i, metric in enumerate(metrics):
-        if metric not in METRICS:
-            raise _fail(f"metrics[{i}]", f"one of {list(METRICS)}", metric)
-        if metric in metrics[:i]:
-            raise ConfigError(f"metrics[{i}]", f"duplicate metric {metric!r}")
-
-    selection = data.get("selection", "raw")
-    allowed = ["raw", *(c.name for c in calibrators)]
-    if selection not in allowed:
-        raise _fail("selection", f"one of {allowed} (raw, or a configured calibrator)", selection)
-
-    report_entry = _mapping(
-        "report", data.get("report", {}), ("baseline", "reference", "tie_tolerance")
-    )
-    names = [m.name for m in methods]
-    for key in ("baseline", "reference"):
-        if report_entry.get(key) is not None and report_entry[key] not in names:
-            raise _fail(f"report.{key}", f"a method name, one of {names}", report_entry[key])
-    tolerance = report_entry.get("tie_tolerance", 0.01)
-    if not _is_real(tolerance) or tolerance < 0:
-        raise _fail("report.tie_tolerance", "a number >= 0", tolerance)
-    baseline = report_entry.get("baseline") or _first(methods, lambda m: m.loss == "ce")
-    reference = report_entry.get("reference") or _first(
-        methods, lambda m: m.loss == "nescal" and not m.is_random_graph_control
-    )
-    report = ReportSettings(baseline, reference, float(tolerance))
-
-    openml_entry = _mapping(
-        "openml", data.get("openml") or {}, ("cache_dir", "server", "n_retries")
-    )
-    n_retries = openml_entry.get("n_retries")
-    if n_retries is not None:
-        _int("openml.n_retries", n_retries, 1)
-    openml = OpenMLSettings(
-        cache_dir=_optional_str("openml.cache_dir", openml_entry.get("cache_dir")),
-        server=_optional_str("openml.server", openml_entry.get("server")),
-        n_retries=n_retries,
-    )
-
+    datasets = datasets_section(data, _data_dir(data_dir) if check_files else None)
+    methods = methods_section(data, check_params=check_params)
+    calibrators = calibrators_section(data, check_params=check_params)
+    conditions = conditions_section(data)
+    search, confirm = seeds_section(data)
+    check_search_seeds(methods, search, data)
+    metrics = metrics_section(data, BenchmarkConfig.metrics)
+    selection = selection_section(data, calibrators)
+    budget = budget_section(data.get("budget", {}))
+    report = report_section(data.get("report", {}), methods, budget, check_params=check_params)
     return BenchmarkConfig(
         name=name,
         description=data.get("description", ""),
         output=_optional_str("output", data.get("output")) or os.path.join("results", name),
         data_dir=data_dir,
-        openml=openml,
-        datasets=tuple(datasets),
-        methods=tuple(methods),
-        calibrators=tuple(calibrators),
+        openml=openml_section(data.get("openml")),
+        datasets=datasets,
+        methods=methods,
+        calibrators=calibrators,
+        conditions=conditions,
         search_seeds=search,
         confirm_seeds=confirm,
-        splits=_splits("splits", data.get("splits", {})),
-        budget=_budget("budget", data.get("budget", {})),
-        metrics=tuple(metrics),
+        splits=splits_section(data.get("splits", {})),
+        budget=budget,
+        metrics=metrics,
         selection=selection,
         report=report,
     )
-
-
-def _first(methods, predicate) -> str | None:
-    return next((m.name for m in methods if predicate(m)), None)
 
 
 def load_config(path: str | os.PathLike) -> BenchmarkConfig:

@@ -1,52 +1,55 @@
-"""Datasets of a benchmark run (local, scikit-learn, OpenML) and the split of each seed."""
+"""Rows of a benchmark dataset: the row cap, the long-tailed subsample, and the split.
+
+:func:`stratified_split` and :func:`preprocess_split` are the one split and
+preprocessing implementation: the tabular preprocessing
+(:func:`nescal_sklearn.make_tabular_preprocessor`; standard scaling for plain arrays) is
+fitted on the training rows only and applied to the validation and test rows.
+"""
 
 from __future__ import annotations
 
-import functools
-import json
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
-import pandas as pd
 from sklearn.model_selection import train_test_split
-from sklearn.preprocessing import StandardScaler
-from sklearn.utils import _safe_indexing
-
-from ..estimator import NeSCalClassifier, make_tabular_pipeline
-from ._config import DatasetSpec, OpenMLSettings, Splits
-from ._datasets import _data_dir, load_local_dataset
-from ._protocol import Split, stratified_split
 
 __all__ = [
-    "BenchmarkData",
-    "describe_dataset",
-    "load_benchmark_data",
+    "MIN_ROWS_PER_CLASS",
+    "SUBSAMPLE_SEED",
+    "Split",
+    "cap_rows",
     "make_imbalanced",
-    "make_split",
+    "preprocess_split",
+    "stratified_split",
+    "take_rows",
+    "top_up_rare_classes",
 ]
 
-#: Seed of the stratified subsample taken when a dataset has more than ``max_rows`` rows.
+#: Seed of the stratified subsample taken when a dataset has more than ``max_rows`` rows,
+#: and of :func:`make_imbalanced`.
 SUBSAMPLE_SEED = 0
-
-
-@dataclass(frozen=True)
-class BenchmarkData:
-    """A dataset ready for splitting: raw features, labels and, for OpenML, the task."""
-
-    name: str
-    X: pd.DataFrame | np.ndarray
-    y: np.ndarray
-    task: object | None = None  # OpenMLTaskData
-
-    @property
-    def n_classes(self) -> int:
-        return len(np.unique(self.y))
-
 
 #: Rows of each class a capped dataset keeps at least (when it has them): a stratified
 #: train/validation/test split needs 3.
 MIN_ROWS_PER_CLASS = 3
+
+
+@dataclass(frozen=True)
+class Split:
+    """Preprocessed arrays of a train / validation / test split, and the dataset's classes."""
+
+    X_train: np.ndarray
+    y_train: np.ndarray
+    X_val: np.ndarray
+    y_val: np.ndarray
+    X_test: np.ndarray
+    y_test: np.ndarray
+    classes: np.ndarray
+
+
+def take_rows(X, index: np.ndarray):
+    """Rows ``index`` of a DataFrame (by position) or of an array."""
+    return X.iloc[index] if hasattr(X, "iloc") else X[index]
 
 
 def top_up_rare_classes(kept: np.ndarray, dropped: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -60,15 +63,40 @@ def top_up_rare_classes(kept: np.ndarray, dropped: np.ndarray, y: np.ndarray) ->
     return np.concatenate([kept, *extra]) if extra else kept
 
 
-def _subsample(X, y, max_rows: int | None, seed: int = SUBSAMPLE_SEED):
-    """Stratified subsample of ``max_rows`` rows, topped up so that every class keeps at
-    least ``MIN_ROWS_PER_CLASS`` rows (a very rare class can otherwise keep 0 or 1)."""
+def cap_rows(X, y: np.ndarray, max_rows: int | None, seed: int = SUBSAMPLE_SEED):
+    """Stratified subsample of ``max_rows`` rows (seeded), topped up so that every class
+    keeps at least ``MIN_ROWS_PER_CLASS`` rows (a very rare class can otherwise keep 0 or 1).
+
+    Parameters
+    ----------
+    X : DataFrame or ndarray
+        Features.
+    y : ndarray of shape (n_samples,)
+        Labels.
+    max_rows : int or None
+        The cap; None (or a dataset already small enough) returns ``X, y`` unchanged.
+    seed : int, default=SUBSAMPLE_SEED
+        Seed of the subsample.
+
+    Returns
+    -------
+    X, y
+        The kept rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nescal_sklearn.benchmark import cap_rows
+    >>> X, y = np.arange(100).reshape(50, 2), np.repeat([0, 1], [48, 2])
+    >>> np.bincount(cap_rows(X, y, 10)[1])
+    array([10,  2])
+    """
     if max_rows is None or len(y) <= max_rows:
         return X, y
     index = np.arange(len(y))
     dropped, kept = train_test_split(index, test_size=max_rows, stratify=y, random_state=seed)
     kept = top_up_rare_classes(kept, dropped, y)
-    return _safe_indexing(X, kept), y[kept]
+    return take_rows(X, kept), y[kept]
 
 
 def make_imbalanced(y: np.ndarray, ratio: float, seed: int = SUBSAMPLE_SEED) -> np.ndarray:
@@ -120,103 +148,88 @@ def make_imbalanced(y: np.ndarray, ratio: float, seed: int = SUBSAMPLE_SEED) -> 
     return np.sort(np.concatenate(kept))
 
 
-@functools.lru_cache(maxsize=4)
-def load_benchmark_data(
-    spec: DatasetSpec, data_dir: str | None, openml: OpenMLSettings, max_rows: int | None
-) -> BenchmarkData:
-    """Load one dataset (cached per process, so a worker reads each file once).
+def preprocess_split(
+    X, y, train: np.ndarray, validation: np.ndarray, test: np.ndarray, classes=None
+) -> Split:
+    """Fit the tabular preprocessing on the ``train`` rows and transform all three parts.
 
-    ``max_rows`` caps a local or scikit-learn dataset by a stratified subsample
-    (seed :data:`SUBSAMPLE_SEED`); for an OpenML task it caps the training part of
-    each fold instead (see :func:`make_split`), so the task's test folds stay whole.
+    Parameters
+    ----------
+    X : DataFrame or array-like
+        Raw features: a DataFrame gets :func:`nescal_sklearn.make_tabular_preprocessor`
+        (numeric columns imputed and standardised, categorical ones imputed and
+        one-hot encoded), a plain array :class:`~sklearn.preprocessing.StandardScaler`.
+    y : array-like of shape (n_samples,)
+        Labels.
+    train, validation, test : ndarray of int
+        Row positions of each part, in the order the rows are used.
+    classes : array-like or None, default=None
+        Classes of the dataset; None takes the unique labels of ``y``.
+
+    Returns
+    -------
+    Split
+        float32 matrices and the labels of each part.
     """
-    if spec.kind == "openml_task":
-        from ._openml import load_openml_task
+    if hasattr(X, "columns"):
+        from .. import make_tabular_preprocessor
 
-        task = load_openml_task(int(spec.ref), openml)
-        return BenchmarkData(spec.name, task.X, np.asarray(task.y), task)
-    if spec.kind == "sklearn":
-        import sklearn.datasets
-
-        X, y = getattr(sklearn.datasets, f"load_{spec.ref}")(return_X_y=True)
-    elif spec.kind == "local":
-        dataset = load_local_dataset(str(spec.ref), data_dir)
-        X, y = dataset.X, dataset.y
+        preprocess = make_tabular_preprocessor()
     else:
-        raise ValueError(f"OpenML suite {spec.ref!r} must be expanded into tasks before loading.")
-    y = np.asarray(y)
-    if spec.imbalance is not None:
-        kept = make_imbalanced(y, spec.imbalance)
-        X, y = _safe_indexing(X, kept), y[kept]
-    X, y = _subsample(X, y, max_rows)
-    if isinstance(X, pd.DataFrame):
-        X = X.reset_index(drop=True)
-    return BenchmarkData(spec.name, X, np.asarray(y))
+        from sklearn.preprocessing import StandardScaler
 
-
-def _preprocessed(X, y, train, val, test, classes) -> Split:
-    """Fit the tabular preprocessing (as :func:`stratified_split` does) on ``train`` rows."""
-    preprocess = make_tabular_pipeline(NeSCalClassifier())[:-1]
-    if not hasattr(X, "columns"):
         preprocess = StandardScaler()
+    y = np.asarray(y)
 
-    def rows(index):
-        return X.iloc[index] if hasattr(X, "iloc") else X[index]
+    def transformed(fitted_output):
+        return np.asarray(fitted_output, dtype=np.float32)
 
-    X_train = np.asarray(preprocess.fit_transform(rows(train)), dtype=np.float32)
     return Split(
-        X_train=X_train,
+        X_train=transformed(preprocess.fit_transform(take_rows(X, train))),
         y_train=y[train],
-        X_val=np.asarray(preprocess.transform(rows(val)), dtype=np.float32),
-        y_val=y[val],
-        X_test=np.asarray(preprocess.transform(rows(test)), dtype=np.float32),
+        X_val=transformed(preprocess.transform(take_rows(X, validation))),
+        y_val=y[validation],
+        X_test=transformed(preprocess.transform(take_rows(X, test))),
         y_test=y[test],
-        classes=classes,
+        classes=np.unique(y) if classes is None else np.asarray(classes),
     )
 
 
-def make_split(
-    data: BenchmarkData, seed: int, splits: Splits, max_rows: int | None
-) -> tuple[Split, str]:
-    """The preprocessed train / validation / test split of ``seed``, and a description.
+def stratified_split(X, y, *, seed: int, fractions=(0.6, 0.2, 0.2)) -> Split:
+    """Split stratified by class, fit the tabular preprocessing on the training part only.
 
-    A local or scikit-learn dataset gets :func:`stratified_split` with the
-    configured fractions. An OpenML task uses its own fold (see
-    :meth:`OpenMLTaskData.fold_of_seed`): the test part is the task's, the task's
-    training part is split (stratified, seeded) into training and validation with
-    ``splits.task_validation``, after an optional stratified cap at ``max_rows``.
+    Parameters
+    ----------
+    X : DataFrame or array-like
+        Raw features (numeric and categorical columns).
+    y : array-like
+        Labels.
+    seed : int
+        Seed of the split.
+    fractions : tuple of 3 floats, default=(0.6, 0.2, 0.2)
+        Train, validation and test fractions (summing to 1).
+
+    Returns
+    -------
+    Split
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from nescal_sklearn.benchmark import stratified_split
+    >>> X, y = load_iris(return_X_y=True, as_frame=True)
+    >>> split = stratified_split(X, y, seed=0)
+    >>> split.X_train.shape, split.X_val.shape, split.X_test.shape
+    ((90, 4), (30, 4), (30, 4))
     """
-    if data.task is None:
-        fractions = (splits.train, splits.validation, splits.test)
-        return stratified_split(data.X, data.y, seed=seed, fractions=fractions), "stratified"
-    repeat, fold = data.task.fold_of_seed(seed)
-    train_all, test = data.task.folds[(repeat, fold)]
-    y = data.y
-    if max_rows is not None and len(train_all) > max_rows:
-        train_all, _ = train_test_split(
-            train_all, train_size=max_rows, stratify=y[train_all], random_state=SUBSAMPLE_SEED
-        )
-    train, val = train_test_split(
-        train_all, test_size=splits.task_validation, stratify=y[train_all], random_state=seed
+    train_f, val_f, test_f = fractions
+    if not np.isclose(train_f + val_f + test_f, 1.0) or min(fractions) <= 0:
+        raise ValueError(f"fractions must be 3 positive numbers summing to 1; got {fractions!r}.")
+    y = np.asarray(y)
+    rest, test = train_test_split(
+        np.arange(len(y)), test_size=test_f, stratify=y, random_state=seed
     )
-    split = _preprocessed(data.X, y, np.sort(train), np.sort(val), np.asarray(test), np.unique(y))
-    return split, f"openml task {data.task.task_id} repeat {repeat} fold {fold}"
-
-
-def describe_dataset(
-    spec: DatasetSpec, data_dir: str | None, openml: OpenMLSettings, max_rows: int | None
-) -> dict:
-    """Rows, features and classes of a dataset, for the dry-run plan.
-
-    Local datasets are described from the manifest without reading the parquet file.
-    """
-    if spec.kind == "local" and spec.imbalance is None:
-        manifest = json.loads((Path(_data_dir(data_dir)) / "manifest.json").read_text())
-        entry = next(item for item in manifest if item["name"] == spec.ref)
-        rows = entry["n_rows"] if max_rows is None else min(entry["n_rows"], max_rows)
-        return {"rows": rows, "features": entry["n_features"], "classes": entry["n_classes"]}
-    data = load_benchmark_data(spec, data_dir, openml, max_rows)
-    rows = len(data.y)
-    if data.task is not None and max_rows is not None:
-        rows = min(rows, max_rows)
-    return {"rows": rows, "features": data.X.shape[1], "classes": data.n_classes}
+    train, validation = train_test_split(
+        rest, test_size=val_f / (train_f + val_f), stratify=y[rest], random_state=seed
+    )
+    return preprocess_split(X, y, train, validation, test)

@@ -1,29 +1,27 @@
-"""Validation of the entries of a configuration: datasets, methods, calibrators, sections.
+"""Validation of a configuration, one small function per section.
 
 Parameter values of methods and calibrators are checked by the library itself (the
 loss objects' ``validate``, the estimators' parameter constraints) on a fresh object
-holding only the parameter at hand, so the error names exactly one key.
+holding only the parameter at hand, so the error names exactly one key; the message
+is the config path, then the library's own message.
 """
 
 from __future__ import annotations
 
-import importlib
-import json
 import math
-import re
 from pathlib import Path
 from typing import Any
 
-from ._registry import CALIBRATORS, available_calibrators, calibrator_class
+from ._conditions import CLEAN, CONDITIONS, Condition
+from ._methods import METHOD_KINDS, MethodSpec, resolved_params
+from ._registry import CALIBRATORS, METRICS
+from ._sources import SOURCES, DatasetSource, ImbalancedSource
 from ._specs import (
-    _RUNNER_PARAMS,
-    DATASET_KINDS,
-    SKLEARN_DATASETS,
     Budget,
     CalibratorSpec,
     ConfigError,
-    DatasetSpec,
-    MethodSpec,
+    OpenMLSettings,
+    ReportSettings,
     Splits,
     _fail,
     _int,
@@ -31,225 +29,115 @@ from ._specs import (
     _is_real,
     _mapping,
     _object,
+    _optional_str,
+    _show,
 )
 
 
-def _dataset(path: str, entry: Any, data_dir: Path | None) -> DatasetSpec:
-    _mapping(path, entry, (*DATASET_KINDS, "imbalance"))
-    kinds = [key for key in entry if key in DATASET_KINDS]
-    if len(kinds) != 1:
+def _required_list(data: Any, key: str, what: str) -> list:
+    if key not in data:
+        raise ConfigError(key, f"required key missing; expected a non-empty list of {what}")
+    if not isinstance(data[key], list) or not data[key]:
+        raise _fail(key, f"a non-empty list of {what}", data[key])
+    return data[key]
+
+
+# --------------------------------------------------------------------------- datasets
+def dataset_entry(path: str, entry: Any, data_dir: Path | None) -> DatasetSource:
+    """One ``datasets`` entry as a :class:`DatasetSource`."""
+    _mapping(path, entry, (*SOURCES, "imbalance"))
+    keys = [key for key in entry if key in SOURCES]
+    if len(keys) != 1:
         raise _fail(
             path,
-            f"an object with exactly one of the keys {list(DATASET_KINDS)} (and optionally "
-            "'imbalance')",
+            f"an object with exactly one of the keys {list(SOURCES)} (and optionally 'imbalance')",
             entry,
         )
-    imbalance = _imbalance(f"{path}.imbalance", entry, kinds[0])
-    kind, ref = kinds[0], entry[kinds[0]]
-    path = f"{path}.{kind}"
-    if kind == "local":
-        if not isinstance(ref, str):
-            raise _fail(path, "a dataset name of the local manifest", ref)
-        if data_dir is not None:
-            _check_local_name(path, ref, data_dir)
-    elif kind == "sklearn":
-        if ref not in SKLEARN_DATASETS:
-            raise _fail(path, f"one of scikit-learn's bundled sets {list(SKLEARN_DATASETS)}", ref)
-    elif kind == "openml_task":
-        _int(path, ref, 1)
-    elif not (_is_int(ref) and ref >= 1) and not (isinstance(ref, str) and ref):
-        raise _fail(path, "an OpenML suite id (int >= 1) or alias (str)", ref)
-    return DatasetSpec(kind, ref, imbalance)
-
-
-def _imbalance(path: str, entry: Any, kind: str) -> float | None:
+    cls = SOURCES[keys[0]]
+    source = cls.from_config(f"{path}.{keys[0]}", entry[keys[0]], data_dir)
     if "imbalance" not in entry:
-        return None
-    value = entry["imbalance"]
-    if kind not in ("local", "sklearn"):
+        return source
+    if not cls.can_be_imbalanced:
+        allowed = " and ".join(c.label for c in SOURCES.values() if c.can_be_imbalanced)
         raise ConfigError(
-            path, f"only local and scikit-learn datasets can be made imbalanced; got {kind!r}"
+            f"{path}.imbalance",
+            f"only {allowed} datasets can be made imbalanced; got {keys[0]!r}",
         )
-    if not _is_real(value) or not 0.0 < value < 1.0:
-        raise _fail(path, "a size ratio of the rarest to the largest class in (0, 1)", value)
-    return float(value)
-
-
-def _check_local_name(path: str, name: str, data_dir: Path) -> None:
-    manifest = data_dir / "manifest.json"
-    if not manifest.is_file():
-        raise ConfigError(
-            path,
-            f"no manifest.json in data_dir {str(data_dir)!r} (resolved to "
-            f"{str(data_dir.resolve())!r}); set data_dir or NESCAL_DATA_DIR",
-        )
-    names = [item["name"] for item in json.loads(manifest.read_text())]
-    if name not in names:
-        raise _fail(path, f"a dataset of {str(manifest)!r}, one of {names}", name)
-
-
-def _import_classifier(path: str, ref: Any) -> type:
-    from sklearn.base import is_classifier
-
-    if not isinstance(ref, str) or not ref:
+    ratio = entry["imbalance"]
+    if not _is_real(ratio) or not 0.0 < ratio < 1.0:
         raise _fail(
-            path, "an import path such as 'sklearn.ensemble.HistGradientBoostingClassifier'", ref
+            f"{path}.imbalance", "a size ratio of the rarest to the largest class in (0, 1)", ratio
         )
-    if "." in ref:
-        module_name, _, attr = ref.rpartition(".")
-        try:
-            cls = getattr(importlib.import_module(module_name), attr)
-        except (ImportError, AttributeError) as exc:
-            raise ConfigError(path, f"cannot import {ref!r}: {exc}") from None
-    else:
-        from sklearn.utils.discovery import all_estimators
-
-        found = dict(all_estimators(type_filter="classifier"))
-        if ref not in found:
-            raise _fail(path, "an import path, or the name of a scikit-learn classifier", ref)
-        cls = found[ref]
-    try:
-        ok = isinstance(cls, type) and is_classifier(cls()) and hasattr(cls, "predict_proba")
-    except TypeError:  # a class whose constructor needs arguments
-        ok = False
-    if not ok:
-        raise _fail(path, "a scikit-learn classifier class with predict_proba", ref)
-    return cls
+    return ImbalancedSource(source, float(ratio))
 
 
-def _public_path(cls: type) -> str:
-    """The shortest importable path of ``cls``: ``sklearn.ensemble.HistGradientBoostingClassifier``."""
-    parts = cls.__module__.split(".")
-    for i in range(1, len(parts) + 1):
-        module = ".".join(parts[:i])
-        try:
-            if getattr(importlib.import_module(module), cls.__name__, None) is cls:
-                return f"{module}.{cls.__name__}"
-        except ImportError:
-            continue
-    return f"{cls.__module__}.{cls.__name__}"
+def datasets_section(data: Any, data_dir: Path | None) -> tuple[DatasetSource, ...]:
+    out: list[DatasetSource] = []
+    for i, entry in enumerate(_required_list(data, "datasets", "datasets")):
+        source = dataset_entry(f"datasets[{i}]", entry, data_dir)
+        if source in out:
+            raise ConfigError(f"datasets[{i}]", f"duplicate dataset {_show(source.to_json())}")
+        out.append(source)
+    return tuple(out)
 
 
-def _check_value(path: str, make: Any, target: str, value: Any) -> None:
-    """Set one parameter on a fresh object from ``make()`` and run the library's checks."""
-    obj = make()
-    try:
-        if target.startswith("loss__") and hasattr(obj, "validate"):
-            obj.set_params(**{target[len("loss__") :]: value})
-            obj.validate()
-        else:
-            obj.set_params(**{target: value})
-            if hasattr(obj, "_validate_params"):
-                obj._validate_params()
-    except (ValueError, TypeError) as exc:
-        raise ConfigError(path, _as_expected(str(exc))) from None
-
-
-# The two shapes of the library's parameter errors: the loss objects' and scikit-learn's.
-_LIBRARY_ERRORS = (
-    re.compile(r"^(?P<owner>\w+): \w+ must be (?P<expected>.+?); got (?P<got>.+?)\.?$", re.S),
-    re.compile(
-        r"^The '\w+' parameter of (?P<owner>\w+) must be (?P<expected>.+?)\. "
-        r"Got (?P<got>.+?) instead\.$",
-        re.S,
-    ),
-)
-
-
-def _as_expected(message: str) -> str:
-    """Reword a library parameter error as ``expected ... (Owner), got ...`` when it has a
-    known shape; otherwise return it unchanged."""
-    for pattern in _LIBRARY_ERRORS:
-        match = pattern.match(message)
-        if match:
-            return f"expected {match['expected']} ({match['owner']}), got {match['got']}"
-    return message
-
-
-def _method(path: str, entry: Any) -> MethodSpec:
-    _mapping(path, entry, ("name", "loss", "estimator", "params", "grid"))
-    if ("loss" in entry) == ("estimator" in entry):
-        raise _fail(path, "an object with exactly one of the keys 'loss' and 'estimator'", entry)
+# --------------------------------------------------------------------------- methods
+def method_entry(path: str, entry: Any, *, check_params: bool = True) -> MethodSpec:
+    """One ``methods`` entry; ``check_params=False`` only reads its structure."""
+    _mapping(path, entry, ("name", "params", "grid", *METHOD_KINDS))
+    keys = [key for key in entry if key in METHOD_KINDS]
+    if len(keys) != 1:
+        names = " and ".join(f"'{k}'" for k in METHOD_KINDS)
+        raise _fail(path, f"an object with exactly one of the keys {names}", entry)
     params = _object(f"{path}.params", entry.get("params", {}))
     grid = _object(f"{path}.grid", entry.get("grid", {}))
     for name in set(params) & set(grid):
         raise ConfigError(f"{path}.grid.{name}", "also given in params; give it in one place")
-
-    if "loss" in entry:
-        from ..estimator import NeSCalClassifier
-        from ..losses import LOSSES, get_loss
-
-        loss = entry["loss"]
-        if loss not in LOSSES:
-            raise _fail(f"{path}.loss", f"a registered loss name, one of {sorted(LOSSES)}", loss)
-        loss_names = set(get_loss(loss).get_params(deep=True))
-        estimator_names = set(NeSCalClassifier().get_params(deep=False))
-
-        def resolve(name: str, where: str) -> str:
-            if name.startswith("loss__") and name[len("loss__") :] in loss_names:
-                return name
-            if name in loss_names:
-                return f"loss__{name}"
-            if name in estimator_names and name not in _RUNNER_PARAMS:
-                return name
-            if name in _RUNNER_PARAMS:
-                raise ConfigError(where, "set by the runner (loss, seeds), not by the config")
-            raise ConfigError(
-                where,
-                f"unknown parameter; expected a parameter of loss {loss!r} "
-                f"{sorted(loss_names)} or of NeSCalClassifier {sorted(estimator_names - set(_RUNNER_PARAMS))}",
-            )
-
-        def make(target: str):
-            return get_loss(loss) if target.startswith("loss__") else NeSCalClassifier(loss=loss)
-
-        default_name, target_module = loss, None
+    cls = METHOD_KINDS[keys[0]]
+    if check_params:
+        kind = cls.from_config(f"{path}.{keys[0]}", entry[keys[0]])
     else:
-        cls = _import_classifier(f"{path}.estimator", entry["estimator"])
-        estimator_names = set(cls().get_params(deep=True))
-
-        def resolve(name: str, where: str) -> str:
-            if name == "random_state":
-                raise ConfigError(where, "set by the runner from the seeds, not by the config")
-            if name not in estimator_names:
-                raise ConfigError(
-                    where,
-                    f"unknown parameter of {cls.__name__}; expected one of {sorted(estimator_names)}",
-                )
-            return name
-
-        def make(target: str):
-            return cls()
-
-        loss, default_name, target_module = None, cls.__name__, _public_path(cls)
-
-    targets = {}
+        kind = cls(entry[keys[0]])
+    targets: dict[str, str] | None = {} if check_params else None
     for name, value in params.items():
-        targets[name] = resolve(name, f"{path}.params.{name}")
-        _check_value(f"{path}.params.{name}", lambda t=targets[name]: make(t), targets[name], value)
+        where = f"{path}.params.{name}"
+        if check_params:
+            targets[name] = kind.parameter_target(name, where)
+            kind.check_value(where, targets[name], value)
     checked_grid = {}
     for name, values in grid.items():
         where = f"{path}.grid.{name}"
-        targets[name] = resolve(name, where)
         if not isinstance(values, list) or not values:
+            if check_params:
+                kind.parameter_target(name, where)
             raise _fail(where, "a non-empty list of values", values)
-        for i, value in enumerate(values):
-            _check_value(f"{where}[{i}]", lambda t=targets[name]: make(t), targets[name], value)
+        if check_params:
+            targets[name] = kind.parameter_target(name, where)
+            for i, value in enumerate(values):
+                kind.check_value(f"{where}[{i}]", targets[name], value)
         checked_grid[name] = tuple(values)
-    name = entry.get("name", default_name)
+    name = entry.get("name", kind.default_name)
     if not isinstance(name, str) or not name.replace("-", "_").replace(".", "_").isidentifier():
         raise _fail(f"{path}.name", "a name of letters, digits, '_', '-' or '.'", name)
-    return MethodSpec(
-        name=name,
-        loss=loss,
-        estimator=target_module,
-        params=dict(params),
-        grid=checked_grid,
-        targets=targets,
-    )
+    return MethodSpec(name=name, kind=kind, params=dict(params), grid=checked_grid, targets=targets)
 
 
-def _calibrator(path: str, entry: Any) -> CalibratorSpec:
+def methods_section(data: Any, *, check_params: bool) -> tuple[MethodSpec, ...]:
+    methods: list[MethodSpec] = []
+    for i, entry in enumerate(_required_list(data, "methods", "methods")):
+        method = method_entry(f"methods[{i}]", entry, check_params=check_params)
+        for j, other in enumerate(methods):
+            if other.name == method.name:
+                raise ConfigError(
+                    f"methods[{i}].name",
+                    f"duplicate method name {method.name!r} (also methods[{j}]); give each a 'name'",
+                )
+        methods.append(method)
+    return tuple(methods)
+
+
+# --------------------------------------------------------------------------- calibrators
+def calibrator_entry(path: str, entry: Any, *, check_params: bool = True) -> CalibratorSpec:
     if isinstance(entry, str):
         entry = {"name": entry}
     _mapping(path, entry, ("name", "params"))
@@ -258,29 +146,130 @@ def _calibrator(path: str, entry: Any) -> CalibratorSpec:
         raise _fail(
             f"{path}.name" if "params" in entry else path, f"one of {list(CALIBRATORS)}", name
         )
-    cls = calibrator_class(name)
-    if cls is None:
-        raise ConfigError(
-            path,
-            f"calibrator {name!r} ({CALIBRATORS[name]}) is not available in this version of "
-            f"nescal_sklearn.calibration; available: {available_calibrators()}",
-        )
     params = _object(f"{path}.params", entry.get("params", {}))
     for key, value in params.items():
         if key == "estimator":
             raise ConfigError(f"{path}.params.{key}", "set by the runner (the fitted model)")
-
-        def make():
-            from sklearn.frozen import FrozenEstimator
-            from sklearn.linear_model import LogisticRegression
-
-            return cls(FrozenEstimator(LogisticRegression()))
-
-        _check_value(f"{path}.params.{key}", make, key, value)
+        if check_params:
+            _check_calibrator_value(f"{path}.params.{key}", CALIBRATORS[name], key, value)
     return CalibratorSpec(name, dict(params))
 
 
-def _splits(path: str, value: Any) -> Splits:
+def _check_calibrator_value(path: str, cls: type, key: str, value: Any) -> None:
+    from sklearn.frozen import FrozenEstimator
+    from sklearn.linear_model import LogisticRegression
+
+    calibrator = cls(FrozenEstimator(LogisticRegression()))
+    try:
+        calibrator.set_params(**{key: value})
+        calibrator._validate_params()
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(path, str(exc)) from None
+
+
+def calibrators_section(data: Any, *, check_params: bool) -> tuple[CalibratorSpec, ...]:
+    entries = data.get("calibrators", [])
+    if not isinstance(entries, list):
+        raise _fail("calibrators", "a list of calibrator names or objects", entries)
+    calibrators: list[CalibratorSpec] = []
+    for i, entry in enumerate(entries):
+        spec = calibrator_entry(f"calibrators[{i}]", entry, check_params=check_params)
+        if any(c.name == spec.name for c in calibrators) or spec.name == "raw":
+            raise ConfigError(f"calibrators[{i}]", f"duplicate calibrator {spec.name!r}")
+        calibrators.append(spec)
+    return tuple(calibrators)
+
+
+# --------------------------------------------------------------------------- conditions
+def condition_entry(path: str, entry: Any) -> Condition:
+    _object(path, entry)
+    kind = entry.get("kind")
+    if kind not in CONDITIONS:
+        raise _fail(f"{path}.kind", f"one of {list(CONDITIONS)}", kind)
+    name = entry.get("name", "")
+    if "name" in entry and (not isinstance(name, str) or not name):
+        raise _fail(f"{path}.name", "a non-empty string", name)
+    return CONDITIONS[kind].from_config(path, entry)
+
+
+def conditions_section(data: Any) -> tuple[Condition, ...]:
+    entries = data.get("conditions", [])
+    if not isinstance(entries, list):
+        raise _fail("conditions", "a list of evaluation conditions", entries)
+    conditions: list[Condition] = []
+    for i, entry in enumerate(entries):
+        condition = condition_entry(f"conditions[{i}]", entry)
+        if condition.name == CLEAN:
+            raise ConfigError(
+                f"conditions[{i}].name", f"{CLEAN!r} names the unmodified test rows; pick another"
+            )
+        for j, other in enumerate(conditions):
+            if other.name == condition.name:
+                raise ConfigError(
+                    f"conditions[{i}].name",
+                    f"duplicate condition name {condition.name!r} (also conditions[{j}])",
+                )
+        conditions.append(condition)
+    return tuple(conditions)
+
+
+# --------------------------------------------------------------------------- small sections
+def seeds_section(data: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """``(search_seeds, confirm_seeds)``."""
+    if "confirm_seeds" not in data:
+        raise ConfigError(
+            "confirm_seeds", "required key missing; expected a non-empty list of ints >= 0"
+        )
+    confirm = _seeds("confirm_seeds", data["confirm_seeds"], required=True)
+    search = _seeds("search_seeds", data.get("search_seeds", []), required=False)
+    return search, confirm
+
+
+def _seeds(path: str, value: Any, *, required: bool) -> tuple[int, ...]:
+    if not isinstance(value, list) or (required and not value):
+        raise _fail(
+            path, "a non-empty list of ints >= 0" if required else "a list of ints >= 0", value
+        )
+    for i, seed in enumerate(value):
+        _int(f"{path}[{i}]", seed, 0)
+        if seed in value[:i]:
+            raise ConfigError(f"{path}[{i}]", f"duplicate seed {seed}")
+    return tuple(value)
+
+
+def check_search_seeds(methods: tuple[MethodSpec, ...], search: tuple, data: Any) -> None:
+    gridded = [(i, m) for i, m in enumerate(methods) if len(m.points()) > 1]
+    if gridded and not search:
+        i, m = gridded[0]
+        raise ConfigError(
+            "search_seeds",
+            f"expected a non-empty list of ints >= 0 because methods[{i}].grid has "
+            f"{len(m.points())} points, got {_show(data.get('search_seeds', []))}",
+        )
+
+
+def metrics_section(data: Any, default: tuple[str, ...]) -> tuple[str, ...]:
+    metrics = data.get("metrics", list(default))
+    if not isinstance(metrics, list) or not metrics:
+        raise _fail("metrics", f"a non-empty list of metric names from {list(METRICS)}", metrics)
+    for i, metric in enumerate(metrics):
+        if metric not in METRICS:
+            raise _fail(f"metrics[{i}]", f"one of {list(METRICS)}", metric)
+        if metric in metrics[:i]:
+            raise ConfigError(f"metrics[{i}]", f"duplicate metric {metric!r}")
+    return tuple(metrics)
+
+
+def selection_section(data: Any, calibrators: tuple[CalibratorSpec, ...]) -> str:
+    selection = data.get("selection", "raw")
+    allowed = ["raw", *(c.name for c in calibrators)]
+    if selection not in allowed:
+        raise _fail("selection", f"one of {allowed} (raw, or a configured calibrator)", selection)
+    return selection
+
+
+def splits_section(value: Any) -> Splits:
+    path = "splits"
     _mapping(path, value, ("train", "validation", "test", "task_validation"))
     fractions = {}
     for key in ("train", "validation", "test", "task_validation"):
@@ -298,7 +287,8 @@ def _splits(path: str, value: Any) -> Splits:
     return Splits(**fractions)
 
 
-def _budget(path: str, value: Any) -> Budget:
+def budget_section(value: Any) -> Budget:
+    path = "budget"
     keys = ("max_epochs", "patience", "batch_size", "hidden_sizes", "max_rows", "threads", "device")
     _mapping(path, value, keys)
     out: dict[str, Any] = {}
@@ -319,13 +309,59 @@ def _budget(path: str, value: Any) -> Budget:
     return Budget(**out)
 
 
-def _seeds(path: str, value: Any, *, required: bool) -> tuple[int, ...]:
-    if not isinstance(value, list) or (required and not value):
-        raise _fail(
-            path, "a non-empty list of ints >= 0" if required else "a list of ints >= 0", value
+def openml_section(value: Any) -> OpenMLSettings:
+    entry = _mapping("openml", value or {}, ("cache_dir", "server", "n_retries"))
+    n_retries = entry.get("n_retries")
+    if n_retries is not None:
+        _int("openml.n_retries", n_retries, 1)
+    return OpenMLSettings(
+        cache_dir=_optional_str("openml.cache_dir", entry.get("cache_dir")),
+        server=_optional_str("openml.server", entry.get("server")),
+        n_retries=n_retries,
+    )
+
+
+# --------------------------------------------------------------------------- report
+def report_section(
+    value: Any, methods: tuple[MethodSpec, ...], budget: Budget, *, check_params: bool
+) -> ReportSettings:
+    """The report settings; unset references default from the methods' estimators."""
+    entry = _mapping("report", value, ("baseline", "reference", "controls", "tie_tolerance"))
+    names = [m.name for m in methods]
+    for key in ("baseline", "reference"):
+        if entry.get(key) is not None and entry[key] not in names:
+            raise _fail(f"report.{key}", f"a method name, one of {names}", entry[key])
+    controls = entry.get("controls")
+    if controls is not None:
+        if not isinstance(controls, list):
+            raise _fail("report.controls", "a list of method names", controls)
+        for i, name in enumerate(controls):
+            if name not in names:
+                raise _fail(f"report.controls[{i}]", f"a method name, one of {names}", name)
+    tolerance = entry.get("tie_tolerance", 0.01)
+    if not _is_real(tolerance) or tolerance < 0:
+        raise _fail("report.tie_tolerance", "a number >= 0", tolerance)
+    if not check_params:  # a saved run's settings, already resolved
+        return ReportSettings(
+            entry.get("baseline"), entry.get("reference"), tuple(controls or ()), float(tolerance)
         )
-    for i, seed in enumerate(value):
-        _int(f"{path}[{i}]", seed, 0)
-        if seed in value[:i]:
-            raise ConfigError(f"{path}[{i}]", f"duplicate seed {seed}")
-    return tuple(value)
+    if controls is None:
+        controls = [m.name for m in methods if is_random_graph_control(m, budget)]
+    baseline = entry.get("baseline") or _first(methods, lambda m: m.kind.is_plain_cross_entropy)
+    reference = entry.get("reference") or _first(
+        methods, lambda m: m.kind.uses_neighbours and m.name not in controls
+    )
+    return ReportSettings(baseline, reference, tuple(controls), float(tolerance))
+
+
+def is_random_graph_control(method: MethodSpec, budget: Budget) -> bool:
+    """True when the resolved estimator parameters have ``loss__graph == "random"`` at
+    every grid point (the neighbours are drawn at random: the random-graph control)."""
+    return all(
+        resolved_params(method.build(point, budget, 0)).get("loss__graph") == "random"
+        for point in method.points()
+    )
+
+
+def _first(methods, predicate) -> str | None:
+    return next((m.name for m in methods if predicate(m)), None)

@@ -1,4 +1,5 @@
-"""Reliability diagrams of a dataset, pooled over the confirm seeds (matplotlib, lazily)."""
+"""The benchmark's figures (matplotlib, imported lazily): reliability diagrams of a dataset
+pooled over the confirm seeds, and the per-dataset change dot plot of ``compare``."""
 
 from __future__ import annotations
 
@@ -7,26 +8,40 @@ from pathlib import Path
 
 import numpy as np
 
-from ._registry import N_BINS
+from ..metrics import ReliabilityCurve
 
-__all__ = ["pool_reliability", "reliability_figure"]
+__all__ = ["plot_changes", "pool_reliability", "reliability_figure"]
 
 #: Panels per row of a reliability figure.
 MAX_COLUMNS = 4
 
 
-def pool_reliability(bins: list[dict]) -> dict:
+def _matplotlib():
+    import matplotlib
+
+    if "matplotlib.pyplot" not in sys.modules:
+        matplotlib.use("Agg")
+    return matplotlib
+
+
+def pool_reliability(bins: list[dict]) -> tuple[ReliabilityCurve, float]:
     """Pool the top-label bins of several records (same equal-width edges) into one curve.
+
+    Returns the pooled :class:`~nescal_sklearn.metrics.ReliabilityCurve` and its ECE
+    (the count-weighted mean gap of its non-empty bins, as
+    :func:`~nescal_sklearn.metrics.expected_calibration_error` computes it from the
+    predictions; ``nescal_sklearn.metrics`` has no public ECE of a curve, so it is
+    computed here, and only here, from the pooled bins).
 
     Examples
     --------
     >>> from nescal_sklearn.benchmark._figures import pool_reliability
     >>> a = {"counts": [1, 0], "confidence": [0.4, None], "accuracy": [0.0, None]}
     >>> b = {"counts": [3, 2], "confidence": [0.2, 0.9], "accuracy": [1.0, 0.5]}
-    >>> pooled = pool_reliability([a, b])
-    >>> pooled["counts"].tolist(), pooled["confidence"].round(2).tolist()
-    ([4.0, 2.0], [0.25, 0.9])
-    >>> round(pooled["ece"], 4)  # (4 * |0.75 - 0.25| + 2 * |0.5 - 0.9|) / 6
+    >>> curve, ece = pool_reliability([a, b])
+    >>> curve.counts.tolist(), curve.confidence.round(2).tolist(), curve.bin_edges.tolist()
+    ([4.0, 2.0], [0.25, 0.9], [0.0, 0.5, 1.0])
+    >>> round(ece, 4)  # (4 * |0.75 - 0.25| + 2 * |0.5 - 0.9|) / 6
     0.4667
     """
     counts = np.zeros(len(bins[0]["counts"]))
@@ -44,7 +59,8 @@ def pool_reliability(bins: list[dict]) -> dict:
     ece = float(
         np.sum(counts[nonempty] * np.abs(accuracy[nonempty] - confidence[nonempty])) / counts.sum()
     )
-    return {"counts": counts, "confidence": confidence, "accuracy": accuracy, "ece": ece}
+    edges = np.linspace(0.0, 1.0, len(counts) + 1)
+    return ReliabilityCurve(confidence, accuracy, counts, edges), ece
 
 
 def reliability_figure(
@@ -63,10 +79,7 @@ def reliability_figure(
     path : Path
         PNG file to write.
     """
-    import matplotlib
-
-    if "matplotlib.pyplot" not in sys.modules:
-        matplotlib.use("Agg")
+    _matplotlib()
     from matplotlib.figure import Figure
 
     from ..plotting import ReliabilityDisplay
@@ -83,18 +96,17 @@ def reliability_figure(
     for ax in grid[len(stages) :]:
         ax.set_visible(False)
     axes = grid[: len(stages)]
-    edges = np.linspace(0.0, 1.0, N_BINS + 1)
     for ax, stage in zip(axes, stages, strict=True):
         for method, by_stage in curves.items():
             if not by_stage.get(stage):
                 continue
-            pooled = pool_reliability(by_stage[stage])
+            curve, ece = pool_reliability(by_stage[stage])
             ReliabilityDisplay(
-                confidence=pooled["confidence"],
-                accuracy=pooled["accuracy"],
-                counts=pooled["counts"],
-                bin_edges=edges,
-                ece=pooled["ece"],
+                confidence=curve.confidence,
+                accuracy=curve.accuracy,
+                counts=curve.counts,
+                bin_edges=curve.bin_edges,
+                ece=ece,
                 estimator_name=method,
             ).plot(ax=ax)
         ax.set_title("raw" if stage == "raw" else f"after {stage}")
@@ -103,4 +115,77 @@ def reliability_figure(
     figure.suptitle(title)
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=90)
+    return path
+
+
+def plot_changes(
+    comparisons: dict,
+    reference: str,
+    path: Path,
+    *,
+    axis_label: str,
+    stage_label: str,
+    greater_is_better: bool = False,
+    limit: float = 25.0,
+) -> Path:
+    """Dot plot of per-dataset relative changes of several methods against ``reference``.
+
+    Parameters
+    ----------
+    comparisons : dict
+        ``method -> PairedComparison`` (see :func:`~._stats.paired_comparison`); datasets
+        are ordered by the first method's change.
+    reference : str
+        Name of the reference, for the axis label.
+    path : Path
+        PNG file to write.
+    axis_label : str
+        What changes, e.g. ``"test NLL"``.
+    stage_label : str
+        At which stage, e.g. ``"after temperature scaling"``.
+    greater_is_better : bool, default=False
+        Direction of the metric (the legend counts "higher" instead of "lower").
+    limit : float, default=25.0
+        Changes beyond ``limit`` % are drawn at the edge as arrows.
+    """
+    _matplotlib()
+    import matplotlib.pyplot as plt
+
+    methods = list(comparisons)
+    per_method = {
+        m: (dict(zip(c.datasets, c.changes, strict=True)), c.p_value)
+        for m, c in comparisons.items()
+    }
+    first = per_method[methods[0]][0]
+    order = sorted(first, key=lambda d: first[d])
+    fig, ax = plt.subplots(figsize=(7.5, 0.32 * len(order) + 1.6))
+    offsets = np.linspace(-0.25, 0.25, len(methods)) if len(methods) > 1 else [0.0]
+    word = "higher" if greater_is_better else "lower"
+    for offset, method in zip(offsets, methods, strict=True):
+        changes, p = per_method[method]
+        ys = [i + offset for i, d in enumerate(order) if d in changes]
+        xs = np.array([changes[d] for d in order if d in changes])
+        clipped = np.clip(xs, -limit, limit)
+        inside = np.abs(xs) <= limit
+        better = int(np.sum(xs > 0)) if greater_is_better else int(np.sum(xs < 0))
+        label = f"{method}: {better}/{len(xs)} {word}, median {np.median(xs):+.2f} %, p = {p:.2g}"
+        points = ax.scatter(clipped[inside], np.asarray(ys)[inside], s=22, label=label)
+        for x, y, raw in zip(clipped[~inside], np.asarray(ys)[~inside], xs[~inside], strict=True):
+            ax.scatter(
+                [x], [y], marker=">" if raw > 0 else "<", s=40, color=points.get_facecolor()[0]
+            )
+    bar = 2.0 if greater_is_better else -2.0
+    ax.axvline(0.0, color="black", linewidth=0.8)
+    sign = "+" if bar > 0 else "−"
+    ax.axvline(
+        bar, color="grey", linewidth=0.8, linestyle="--", label=f"the bar's median ({sign}2 %)"
+    )
+    ax.set_yticks(range(len(order)), order)
+    ax.set_xlim(-limit * 1.05, limit * 1.05)
+    ax.set_xlabel(f"change in {axis_label} vs {reference}, {stage_label} (%; {word} is better)")
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.3 / len(order)), fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
     return path

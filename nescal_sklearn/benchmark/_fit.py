@@ -1,30 +1,39 @@
 """One fit of a benchmark run: split, train, calibrate post hoc, measure, build the record.
 
-This is the function joblib (or dask) ships to a worker. It uses the package like a
-user would: ``NeSCalClassifier`` or a scikit-learn classifier, then each configured
-calibrator around ``FrozenEstimator(model)`` fitted on the validation rows.
+:func:`execute_fit` is the one fit-calibrate-evaluate path of the benchmark, the
+function joblib (or dask) ships to a worker. It uses the package like a user would:
+the planned estimator (``NeSCalClassifier`` or a scikit-learn classifier), then each
+configured calibrator around ``FrozenEstimator(model)`` fitted on the validation rows.
 """
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import platform
 import time
 import traceback
+import warnings
 from contextlib import contextmanager
 from datetime import datetime, timezone
 
 import numpy as np
+from sklearn.base import clone
 from sklearn.frozen import FrozenEstimator
 
-from ._config import MethodSpec
-from ._data import load_benchmark_data, make_split
+from ._data import Split
+from ._evaluate import evaluate_stages
 from ._plan import FitTask
 from ._records import RecordStore, library_versions
-from ._registry import METRICS, N_BINS, calibrator_class
+from ._registry import CALIBRATORS
+from ._sources import load_benchmark_data
 
-__all__ = ["build_estimator", "execute_fit", "run_fit"]
+__all__ = ["execute_fit", "limit_threads", "run_fit"]
+
+#: Fitted attributes copied into a record's ``fit`` section when the model has them.
+FIT_INFO = ("n_epochs_", "best_epoch_", "graph_epoch_", "n_iter_", "penalty_status_")
+
+#: Warning categories a fit's record leaves out (library deprecations are not the fit's).
+IGNORED_WARNINGS = (DeprecationWarning, PendingDeprecationWarning)
 
 
 @contextmanager
@@ -46,24 +55,21 @@ def limit_threads(n: int):
         torch.set_num_threads(previous)
 
 
-def build_estimator(method: MethodSpec, params: dict, seed: int):
-    """The unfitted estimator of ``method`` with estimator ``params``, seeded with ``seed``."""
-    if method.is_neural:
-        from ..estimator import NeSCalClassifier
-
-        estimator = NeSCalClassifier(loss=method.loss, random_state=seed)
-    else:
-        module_name, _, name = method.estimator.rpartition(".")
-        estimator = getattr(importlib.import_module(module_name), name)()
-        if "random_state" in estimator.get_params():
-            estimator.set_params(random_state=seed)
-    params = dict(params)
-    if "hidden_sizes" in params:
-        params["hidden_sizes"] = tuple(params["hidden_sizes"])
-    return estimator.set_params(**params)
+@contextmanager
+def collect_warnings(into: list[str]):
+    """Record the warnings raised in the block (not shown), each distinct message once."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for category in IGNORED_WARNINGS:
+            warnings.simplefilter("ignore", category)
+        yield
+    for item in caught:
+        message = f"{item.category.__name__}: {item.message}"
+        if message not in into:
+            into.append(message)
 
 
-def _fit(estimator, split):
+def _fit(estimator, split: Split):
     """Fit; ``X_val``/``y_val`` go to estimators whose ``fit`` takes them (early stopping)."""
     accepted = inspect.signature(estimator.fit).parameters
     wants_val = "X_val" in accepted and "y_val" in accepted
@@ -72,35 +78,15 @@ def _fit(estimator, split):
     return estimator.fit(split.X_train, split.y_train)
 
 
-def _aligned_proba(model, X, classes: np.ndarray) -> np.ndarray:
-    """``predict_proba`` with one column per class of the whole dataset (0 for unseen ones)."""
-    proba = model.predict_proba(X)
-    model_classes = np.asarray(model.classes_)
-    if len(model_classes) == len(classes) and np.array_equal(model_classes, classes):
-        return proba
-    out = np.zeros((len(X), len(classes)))
-    out[:, np.searchsorted(classes, model_classes)] = proba
-    return out
-
-
-def _metrics(y, proba, classes) -> dict[str, float]:
-    return {name: float(metric.function(y, proba, classes)) for name, metric in METRICS.items()}
-
-
-def _reliability(y, proba, classes) -> dict:
-    """Top-label bins (equal width, :data:`N_BINS`): counts, mean confidence, accuracy."""
-    from ..metrics import reliability_curve
-
-    curve = reliability_curve(y, proba, labels=classes, n_bins=N_BINS)
-
-    def listed(values):
-        return [None if not np.isfinite(v) else float(v) for v in values]
-
-    return {
-        "counts": [int(c) for c in curve.counts],
-        "confidence": listed(curve.confidence),
-        "accuracy": listed(curve.accuracy),
-    }
+def _fit_info(model) -> dict:
+    """The fitted attributes of :data:`FIT_INFO` the model has (an array ``n_iter_``, one
+    count per class as in ``LogisticRegression``, gives its largest count)."""
+    info = {}
+    for attr in FIT_INFO:
+        value = getattr(model, attr, None)
+        if value is not None:
+            info[attr.rstrip("_")] = value if isinstance(value, str) else int(np.max(value))
+    return info
 
 
 def _calibrator_summary(calibrated) -> dict:
@@ -114,37 +100,24 @@ def _calibrator_summary(calibrated) -> dict:
 
 def execute_fit(task: FitTask) -> dict:
     """Run one fit and return its record (see ``docs/benchmark_runner.md`` for the layout)."""
+    caught: list[str] = []
     with limit_threads(task.budget.threads):
-        data = load_benchmark_data(task.dataset, task.data_dir, task.openml, task.budget.max_rows)
-        split, split_name = make_split(data, task.seed, task.splits, task.budget.max_rows)
-        classes = split.classes
-        estimator = build_estimator(task.method, task.estimator_params, task.seed)
+        data = load_benchmark_data(task.dataset, task.data)
+        split, split_name = task.dataset.split(data, task.seed, task.splits, task.budget.max_rows)
         start = time.perf_counter()
-        model = _fit(estimator, split)
+        with collect_warnings(caught):
+            model = _fit(clone(task.estimator), split)
         fit_seconds = time.perf_counter() - start
 
         stages = {"raw": model}
         start = time.perf_counter()
-        for spec in task.calibrators:
-            calibrator = calibrator_class(spec.name)(FrozenEstimator(model), **spec.params)
-            stages[spec.name] = calibrator.fit(split.X_val, split.y_val)
+        with collect_warnings(caught):
+            for spec in task.calibrators:
+                calibrator = CALIBRATORS[spec.name](FrozenEstimator(model), **spec.params)
+                stages[spec.name] = calibrator.fit(split.X_val, split.y_val)
         calibration_seconds = time.perf_counter() - start
+        measured = evaluate_stages(stages, split, task.conditions, task.seed)
 
-        validation, test, reliability = {}, {}, {}
-        for name, fitted in stages.items():
-            proba_val = _aligned_proba(fitted, split.X_val, classes)
-            proba_test = _aligned_proba(fitted, split.X_test, classes)
-            validation[name] = {
-                "nll": float(METRICS["nll"].function(split.y_val, proba_val, classes))
-            }
-            test[name] = _metrics(split.y_test, proba_test, classes)
-            reliability[name] = _reliability(split.y_test, proba_test, classes)
-
-    fit_info = {}
-    for attr in ("n_epochs_", "best_epoch_", "graph_epoch_", "n_iter_"):
-        value = getattr(model, attr, None)
-        if value is not None:
-            fit_info[attr.rstrip("_")] = int(value)
     return {
         "key": task.key,
         "dataset": task.dataset.name,
@@ -159,12 +132,10 @@ def execute_fit(task: FitTask) -> dict:
             "n_validation": len(split.y_val),
             "n_test": len(split.y_test),
             "n_features": int(split.X_train.shape[1]),
-            "n_classes": len(classes),
+            "n_classes": len(split.classes),
         },
-        "validation": validation,
-        "test": test,
-        "reliability": reliability,
-        "fit": fit_info,
+        **measured,
+        "fit": {**_fit_info(model), "warnings": caught},
         "calibrators": {
             name: _calibrator_summary(fitted) for name, fitted in stages.items() if name != "raw"
         },

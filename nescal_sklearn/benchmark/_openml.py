@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ._config import OpenMLSettings
+from ._specs import OpenMLSettings
 
 __all__ = ["OpenMLTaskData", "OpenMLUnavailableError", "expand_suite", "load_openml_task"]
 

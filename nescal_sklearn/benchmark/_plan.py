@@ -1,4 +1,4 @@
-"""The plan of a run: which fits exist, their keys, and the grid point chosen per method.
+"""The plan of a run: which fits exist, their identities and keys, and the grid point chosen.
 
 Model selection: for each (dataset, method) whose grid has more than one point,
 every point is fitted on every search seed; the point with the lowest mean
@@ -6,29 +6,44 @@ validation NLL wins (NLL of the raw model, or after the calibrator named by the
 config's ``selection``; ties go to the first point in grid order). The chosen
 point is then fitted on the confirm seeds, whose test metrics are the reported
 results. A method with a single point skips the search.
+
+Every fit's key is the hash of its identity (:func:`fit_identity`), which holds the
+estimator's *resolved* parameters: a changed library default gives new keys.
+:class:`FitIndex` (``plan.json`` in a results folder) maps every fit a run may need
+to its key, so the report and ``compare`` find a run's records without importing
+torch.
 """
 
 from __future__ import annotations
 
-import os
+import json
+from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ._config import (
-    BenchmarkConfig,
-    Budget,
-    CalibratorSpec,
-    DatasetSpec,
-    MethodSpec,
-    OpenMLSettings,
-    Splits,
-)
-from ._datasets import _data_dir
-from ._records import record_key
+from ._config import BenchmarkConfig
+from ._methods import MethodSpec, public_path, resolved_params
+from ._records import RECORD_FORMAT, identity_differences, record_key
+from ._sources import DataContext, DatasetSource
+from ._specs import Budget, CalibratorSpec, Splits
 
-__all__ = ["FitTask", "Plan", "build_plan", "expand_datasets", "select_point"]
+__all__ = [
+    "FitIndex",
+    "FitTask",
+    "Plan",
+    "build_plan",
+    "expand_datasets",
+    "fit_identity",
+    "select_point",
+    "stale_records",
+]
+
+
+def point_label(point: dict) -> str:
+    """A grid point as text (``weight=0.5, n_neighbors=5``; ``no grid`` when empty)."""
+    return ", ".join(f"{k}={v}" for k, v in point.items()) or "no grid"
 
 
 @dataclass(frozen=True)
@@ -36,49 +51,46 @@ class FitTask:
     """Everything one fit needs; sent as is to a joblib or dask worker."""
 
     key: str
-    dataset: DatasetSpec
+    dataset: DatasetSource
     method: MethodSpec
     point: dict
     seed: int
     stage: str  # "search" or "confirm" (display only: not part of the key)
-    estimator_params: dict
+    estimator: Any  # unfitted; the fit clones it
+    estimator_params: dict  # the parameters the config sets (budget, params, point)
     splits: Splits
     budget: Budget
     calibrators: tuple[CalibratorSpec, ...]
-    data_dir: str | None
-    openml: OpenMLSettings
+    conditions: tuple
+    data: DataContext
     identity: dict = field(repr=False)
 
 
-def _identity(config: BenchmarkConfig, dataset, method, params, seed) -> dict:
-    split = (
-        {"task_validation": config.splits.task_validation}
-        if dataset.kind == "openml_task"
-        else {k: v for k, v in config.splits.to_json().items() if k != "task_validation"}
-    )
+def fit_identity(
+    config: BenchmarkConfig, dataset: DatasetSource, method: MethodSpec, estimator, seed: int
+) -> dict:
+    """What a fit's record key is the hash of (see :func:`~._records.record_key`)."""
+    from .. import __version__
+
     return {
-        "dataset": {**dataset.to_json(), "max_rows": config.budget.max_rows},
-        "method": {
-            "name": method.name,
-            "kind": "loss" if method.is_neural else "estimator",
-            "target": method.loss or method.estimator,
-            "params": params,
-        },
+        "dataset": dataset.identity(),
+        "max_rows": config.budget.max_rows,
+        "split": dataset.split_identity(config.splits),
+        "method": method.name,
+        "estimator": public_path(type(estimator)),
+        "params": resolved_params(estimator),
         "seed": seed,
-        "protocol": {
-            "splits": split,
-            "calibrators": [c.to_json() for c in config.calibrators],
-        },
+        "calibrators": [c.to_json() for c in config.calibrators],
+        "conditions": [c.to_json() for c in config.conditions],
+        "nescal_sklearn": __version__,
+        "threads": config.budget.threads,
     }
 
 
 def make_task(config: BenchmarkConfig, dataset, method, point, seed, stage) -> FitTask:
     """The fit of ``method`` at grid ``point`` on ``dataset`` with ``seed``."""
-    params = method.estimator_params(point)
-    if method.is_neural:
-        params = {**config.budget.estimator_params(), **params}
-    identity = _identity(config, dataset, method, params, seed)
-    data_dir = os.path.abspath(_data_dir(config.data_dir))  # workers may run elsewhere
+    estimator = method.build(point, config.budget, seed)
+    identity = fit_identity(config, dataset, method, estimator, seed)
     return FitTask(
         key=record_key(identity),
         dataset=dataset,
@@ -86,24 +98,72 @@ def make_task(config: BenchmarkConfig, dataset, method, point, seed, stage) -> F
         point=dict(point),
         seed=seed,
         stage=stage,
-        estimator_params=params,
+        estimator=estimator,
+        estimator_params=method.estimator_params(point, config.budget),
         splits=config.splits,
         budget=config.budget,
         calibrators=config.calibrators,
-        data_dir=data_dir,
-        openml=config.openml,
+        conditions=config.conditions,
+        data=config.data_context(),
         identity=identity,
     )
 
 
+def _point_id(point: dict) -> str:
+    return json.dumps(point, sort_keys=True)
+
+
+@dataclass
+class FitIndex:
+    """The key of every fit a run may need, by (dataset, method, grid point, seed).
+
+    Written to ``plan.json`` beside the records, so a results folder can be read
+    (report, ``compare``) without rebuilding estimators.
+    """
+
+    entries: dict[tuple[str, str, str, int], str] = field(default_factory=dict)
+
+    def add(self, task: FitTask) -> None:
+        self.entries[(task.dataset.name, task.method.name, _point_id(task.point), task.seed)] = (
+            task.key
+        )
+
+    def key(self, dataset: str, method: str, point: dict, seed: int) -> str | None:
+        return self.entries.get((dataset, method, _point_id(point), seed))
+
+    def keys(self) -> set[str]:
+        return set(self.entries.values())
+
+    def to_json(self) -> dict:
+        return {
+            "format": RECORD_FORMAT,
+            "fits": [
+                {"dataset": d, "method": m, "point": json.loads(p), "seed": s, "key": key}
+                for (d, m, p, s), key in sorted(self.entries.items())
+            ],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> FitIndex:
+        index = cls()
+        for fit in data["fits"]:
+            index.entries[(fit["dataset"], fit["method"], _point_id(fit["point"]), fit["seed"])] = (
+                fit["key"]
+            )
+        return index
+
+
 @dataclass
 class Plan:
-    """Fits known before training, and the (dataset, method) pairs awaiting a selection."""
+    """Fits known before training, the confirm fits of each gridded pair per grid point,
+    and the index of all of them."""
 
     config: BenchmarkConfig
     search: list[FitTask]
     confirm_fixed: list[FitTask]
-    gridded: list[tuple[DatasetSpec, MethodSpec]]
+    gridded: list[tuple[DatasetSource, MethodSpec]]
+    confirm_candidates: dict[tuple[str, str], dict[str, list[FitTask]]]
+    index: FitIndex
 
     @property
     def n_confirm(self) -> int:
@@ -118,6 +178,16 @@ class Plan:
         fresh = sum(seed not in self.config.search_seeds for seed in seeds)
         return len(known) + len(self.gridded) * fresh
 
+    def tasks(self) -> list[FitTask]:
+        """Every task the plan may run (search, confirm, and each point's confirm fits)."""
+        candidates = [
+            task
+            for by_point in self.confirm_candidates.values()
+            for tasks in by_point.values()
+            for task in tasks
+        ]
+        return self.search + self.confirm_fixed + candidates
+
     def confirm_tasks(self, records: dict[str, dict]) -> tuple[list[FitTask], list[tuple]]:
         """Confirm fits of the gridded pairs whose search is complete in ``records``.
 
@@ -125,19 +195,19 @@ class Plan:
         """
         tasks, missing = [], []
         for dataset, method in self.gridded:
-            choice = select_point(self.config, dataset, method, records)
+            choice = select_point(self.config, self.index, dataset.name, method, records)
             if choice is None:
                 missing.append((dataset, method))
                 continue
             point, _ = choice
-            for seed in self.config.confirm_seeds:
-                tasks.append(make_task(self.config, dataset, method, point, seed, "confirm"))
+            tasks.extend(self.confirm_candidates[(dataset.name, method.name)][_point_id(point)])
         return tasks, missing
 
 
 def build_plan(config: BenchmarkConfig) -> Plan:
     """The fits of ``config`` (OpenML suites must already be expanded)."""
-    search, confirm_fixed, gridded = [], [], []
+    search, confirm_fixed, gridded, candidates = [], [], [], {}
+    index = FitIndex()
     for dataset in config.datasets:
         for method in config.methods:
             points = method.points()
@@ -153,11 +223,25 @@ def build_plan(config: BenchmarkConfig) -> Plan:
                 for point in points
                 for seed in config.search_seeds
             )
-    return Plan(config, search, confirm_fixed, gridded)
+            candidates[(dataset.name, method.name)] = {
+                _point_id(point): [
+                    make_task(config, dataset, method, point, seed, "confirm")
+                    for seed in config.confirm_seeds
+                ]
+                for point in points
+            }
+    plan = Plan(config, search, confirm_fixed, gridded, candidates, index)
+    for task in plan.tasks():
+        index.add(task)
+    return plan
 
 
 def select_point(
-    config: BenchmarkConfig, dataset: DatasetSpec, method: MethodSpec, records: dict[str, Any]
+    config: BenchmarkConfig,
+    index: FitIndex,
+    dataset: str,
+    method: MethodSpec,
+    records: dict[str, Any],
 ) -> tuple[dict, list[tuple[dict, float]]] | None:
     """The grid point with the lowest mean validation NLL over the search seeds.
 
@@ -171,7 +255,7 @@ def select_point(
     for point in points:
         values = []
         for seed in config.search_seeds:
-            record = records.get(make_task(config, dataset, method, point, seed, "search").key)
+            record = records.get(index.key(dataset, method.name, point, seed))
             if record is None:
                 return None
             values.append(record["validation"][config.selection]["nll"])
@@ -182,16 +266,37 @@ def select_point(
 
 def expand_datasets(config: BenchmarkConfig) -> BenchmarkConfig:
     """Replace each OpenML suite by its tasks (fetched with openml-python), dropping repeats."""
-    if not any(d.kind == "openml_suite" for d in config.datasets):
-        return config
-    from ._openml import expand_suite
-
-    out: list[DatasetSpec] = []
+    out: list[DatasetSource] = []
     for dataset in config.datasets:
-        expanded = (
-            [DatasetSpec("openml_task", t) for t in expand_suite(dataset.ref, config.openml)]
-            if dataset.kind == "openml_suite"
-            else [dataset]
-        )
-        out.extend(d for d in expanded if d not in out)
+        out.extend(d for d in dataset.expand(config.openml) if d not in out)
     return config.with_datasets(tuple(out))
+
+
+def stale_records(plan: Plan, records: dict[str, dict], where: str) -> list[str]:
+    """Lines saying which records of a results folder no planned fit has (another key).
+
+    A stale record with the same dataset, method, grid point and seed as a planned fit
+    is compared with it: the lines name the identity fields that differ (a changed
+    default, another library version, ...).
+    """
+    planned = {task.key: task for task in plan.tasks()}
+    stale = [r for key, r in records.items() if key not in planned]
+    if not stale:
+        return []
+    lines = [f"{len(stale)} records in {where} were written under another key and are ignored"]
+    groups: dict[str, list[dict]] = defaultdict(list)
+    for record in stale:
+        key = plan.index.key(
+            record.get("dataset"), record.get("method"), record.get("point", {}), record.get("seed")
+        )
+        if key is None:
+            groups["no planned fit has their dataset, method, grid point and seed"].append(record)
+            continue
+        diffs = identity_differences(record.get("identity", {}), planned[key].identity)
+        shown = "; ".join(diffs[:6]) + (f"; ... ({len(diffs) - 6} more)" if len(diffs) > 6 else "")
+        groups[f"same dataset, method, grid point and seed as a planned fit; {shown}"].append(
+            record
+        )
+    for text, members in sorted(groups.items(), key=lambda item: -len(item[1])):
+        lines.append(f"  {len(members)}: {text}")
+    return lines

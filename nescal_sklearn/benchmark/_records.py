@@ -11,21 +11,33 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RECORD_FORMAT", "RecordStore", "library_versions", "record_key"]
+__all__ = [
+    "RECORD_FORMAT",
+    "RecordStore",
+    "identity_differences",
+    "library_versions",
+    "record_key",
+    "write_json_atomic",
+]
 
 #: Version of the record layout and of the protocol; part of every key.
-RECORD_FORMAT = 1
+RECORD_FORMAT = 2
 
 
-def _canonical(value: Any) -> str:
+def canonical_json(value: Any) -> str:
+    """Deterministic JSON: sorted keys, no spaces (the text a key hashes)."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
 def record_key(identity: Mapping[str, Any]) -> str:
-    """Stable hash (20 hex digits of SHA-256) of a fit's identity.
+    """Stable hash (20 hex digits of SHA-256) of a fit's identity and :data:`RECORD_FORMAT`.
 
-    The identity holds the dataset, the method, the grid point, the seed and the
-    protocol (splits, budget, metrics, calibrators); key order does not matter.
+    The identity (built by the plan) holds the dataset source and its row cap, the
+    split settings, the method's name, the estimator's class and *resolved*
+    parameters (every default included, ``random_state`` being the seed), the seed,
+    the calibrators, the evaluation conditions, the ``nescal_sklearn`` version and
+    the thread count; key order does not matter. The reported metrics are not part
+    of it (every metric is recorded).
 
     Examples
     --------
@@ -35,8 +47,41 @@ def record_key(identity: Mapping[str, Any]) -> str:
     >>> len(record_key({"seed": 0}))
     20
     """
-    payload = _canonical({"format": RECORD_FORMAT, **identity})
+    payload = canonical_json({"format": RECORD_FORMAT, **identity})
     return hashlib.sha256(payload.encode()).hexdigest()[:20]
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, Mapping) and value:
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            out.update(_flatten(item, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    return {prefix: value}
+
+
+def identity_differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """The fields where two identities differ, as ``path: old -> new`` (dotted paths).
+
+    Examples
+    --------
+    >>> from nescal_sklearn.benchmark._records import identity_differences
+    >>> identity_differences({"params": {"lr": 0.1}, "seed": 0},
+    ...                      {"params": {"lr": 0.01}, "seed": 0, "threads": 1})
+    ['params.lr: 0.1 -> 0.01', 'threads: (absent) -> 1']
+    """
+    before, after = _flatten(old), _flatten(new)
+
+    def show(flat, path):
+        return canonical_json(flat[path]).strip('"') if path in flat else "(absent)"
+
+    paths = sorted(set(before) | set(after))
+    return [
+        f"{path}: {show(before, path)} -> {show(after, path)}"
+        for path in paths
+        if canonical_json(before.get(path)) != canonical_json(after.get(path))
+        or (path in before) != (path in after)
+    ]
 
 
 def library_versions() -> dict[str, str]:
@@ -46,11 +91,11 @@ def library_versions() -> dict[str, str]:
     import skorch
     import torch
 
-    import nescal_sklearn
+    from .. import __version__
 
     return {
         "python": platform.python_version(),
-        "nescal_sklearn": nescal_sklearn.__version__,
+        "nescal_sklearn": __version__,
         "torch": torch.__version__,
         "sklearn": sklearn.__version__,
         "numpy": numpy.__version__,
@@ -89,7 +134,7 @@ class RecordStore:
     Examples
     --------
     >>> import tempfile
-    >>> from nescal_sklearn.benchmark._records import RecordStore
+    >>> from nescal_sklearn.benchmark import RecordStore
     >>> store = RecordStore(tempfile.mkdtemp())
     >>> store.write({"key": "abc", "seed": 0})
     >>> store.has("abc"), [r["seed"] for r in store.load_all()]
@@ -129,6 +174,16 @@ class RecordStore:
         """Every finished record, in key order."""
         for key in sorted(self.keys()):
             yield self.read(key)
+
+    def failures(self) -> list[dict]:
+        """Every failure noted (fits that raised), in key order."""
+        if not self.failures_dir.is_dir():
+            return []
+        return [
+            json.loads(path.read_text())
+            for path in sorted(self.failures_dir.glob("*.json"))
+            if not path.name.startswith(".")
+        ]
 
     def remove_stale_temporaries(self) -> int:
         """Delete temporary files left by a killed writer; return how many."""

@@ -1,4 +1,4 @@
-"""The two small name maps of the benchmark configuration: metrics and post-hoc calibrators.
+"""The name maps of a benchmark configuration: metrics and post-hoc calibrators.
 
 They are the only places where a configuration string becomes a function or a class.
 """
@@ -9,15 +9,35 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.metrics import accuracy_score, brier_score_loss, log_loss
+from scipy.special import entr
+from sklearn.metrics import accuracy_score, roc_auc_score
 
+from ..calibration import (
+    CalibratedEnsembleTemperature,
+    CalibratedHistogramBinning,
+    CalibratedIsotonic,
+    CalibratedMatrixScaling,
+    CalibratedTemperature,
+    CalibratedVectorScaling,
+)
 from ..metrics import (
+    brier_score_loss,
     classwise_calibration_error,
     expected_calibration_error,
+    log_loss,
     maximum_calibration_error,
 )
 
-__all__ = ["METRICS", "CALIBRATORS", "Metric", "available_calibrators", "calibrator_class"]
+__all__ = [
+    "CALIBRATORS",
+    "METRICS",
+    "N_BINS",
+    "OOD_METRICS",
+    "Metric",
+    "label_metrics",
+    "ood_metrics",
+    "predictive_entropy",
+]
 
 #: Number of equal-width bins of every binned metric and of the reliability diagrams.
 N_BINS = 15
@@ -25,10 +45,14 @@ N_BINS = 15
 
 @dataclass(frozen=True)
 class Metric:
-    """A test metric of the benchmark: how to compute it and how to read it."""
+    """A metric of the benchmark: how to compute it and how to read it.
+
+    ``function`` takes ``(y, proba, labels)`` for a metric of :data:`METRICS` and
+    ``(proba_in, proba_out)`` for one of :data:`OOD_METRICS`.
+    """
 
     label: str
-    function: Callable[[np.ndarray, np.ndarray, np.ndarray], float]
+    function: Callable[..., float]
     greater_is_better: bool = False
 
 
@@ -56,7 +80,8 @@ def _accuracy(y, proba, labels):
     return accuracy_score(y, labels[np.argmax(proba, axis=1)])
 
 
-#: Metric name -> :class:`Metric`. NLL is always computed (model selection uses it).
+#: Metric name -> :class:`Metric` of predictions against labels. Every one is recorded;
+#: NLL is the one model selection uses.
 METRICS: dict[str, Metric] = {
     "nll": Metric("NLL", _nll),
     "ece": Metric("ECE", _ece),
@@ -66,31 +91,56 @@ METRICS: dict[str, Metric] = {
     "mce": Metric("MCE", _mce),
 }
 
-#: Calibrator name in a configuration -> class name in :mod:`nescal_sklearn.calibration`.
-CALIBRATORS: dict[str, str] = {
-    "temperature": "CalibratedTemperature",
-    "vector": "CalibratedVectorScaling",
-    "matrix": "CalibratedMatrixScaling",
-    "isotonic": "CalibratedIsotonic",
-    "histogram": "CalibratedHistogramBinning",
-    "ensemble_temperature": "CalibratedEnsembleTemperature",
-}
+
+def label_metrics(y, proba: np.ndarray, labels: np.ndarray) -> dict[str, float]:
+    """Every metric of :data:`METRICS` of ``proba`` (columns in the order of ``labels``)."""
+    return {name: float(metric.function(y, proba, labels)) for name, metric in METRICS.items()}
 
 
-def calibrator_class(name: str) -> type | None:
-    """Return the calibrator class registered as ``name``, or None if this install lacks it.
+def predictive_entropy(proba: np.ndarray) -> np.ndarray:
+    """Entropy (nats) of each row of ``proba``; ``0 log 0`` counts as 0.
 
     Examples
     --------
-    >>> from nescal_sklearn.benchmark._registry import calibrator_class
-    >>> calibrator_class("temperature").__name__
-    'CalibratedTemperature'
+    >>> import numpy as np
+    >>> from nescal_sklearn.benchmark._registry import predictive_entropy
+    >>> predictive_entropy(np.array([[1.0, 0.0], [0.5, 0.5]])).round(4)
+    array([0.    , 0.6931])
     """
-    from .. import calibration
-
-    return getattr(calibration, CALIBRATORS[name], None)
+    return entr(np.asarray(proba, dtype=np.float64)).sum(axis=1)
 
 
-def available_calibrators() -> list[str]:
-    """Calibrator names whose class exists in :mod:`nescal_sklearn.calibration`."""
-    return [name for name in CALIBRATORS if calibrator_class(name) is not None]
+def _entropy_auroc(proba_in, proba_out):
+    labels = np.r_[np.zeros(len(proba_in)), np.ones(len(proba_out))]
+    scores = np.r_[predictive_entropy(proba_in), predictive_entropy(proba_out)]
+    return roc_auc_score(labels, scores)
+
+
+def _ood_max_proba(proba_in, proba_out):
+    return np.mean(np.max(proba_out, axis=1))
+
+
+#: Metric name -> :class:`Metric` of telling in-distribution rows (the clean test rows)
+#: from out-of-distribution rows, from the predicted probabilities of both.
+OOD_METRICS: dict[str, Metric] = {
+    "auroc": Metric("AUROC", _entropy_auroc, greater_is_better=True),
+    "max_proba": Metric("max-probability", _ood_max_proba),
+}
+
+
+def ood_metrics(proba_in: np.ndarray, proba_out: np.ndarray) -> dict[str, float]:
+    """Every metric of :data:`OOD_METRICS`: ``auroc`` is the AUROC of in- (0) against
+    out-of-distribution (1) rows scored by predictive entropy, ``max_proba`` the mean
+    largest probability on the out-of-distribution rows."""
+    return {name: float(m.function(proba_in, proba_out)) for name, m in OOD_METRICS.items()}
+
+
+#: Calibrator name in a configuration -> class of :mod:`nescal_sklearn.calibration`.
+CALIBRATORS: dict[str, type] = {
+    "temperature": CalibratedTemperature,
+    "vector": CalibratedVectorScaling,
+    "matrix": CalibratedMatrixScaling,
+    "isotonic": CalibratedIsotonic,
+    "histogram": CalibratedHistogramBinning,
+    "ensemble_temperature": CalibratedEnsembleTemperature,
+}

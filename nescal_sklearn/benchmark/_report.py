@@ -1,4 +1,7 @@
-"""The benchmark report: ``report.md`` and a self-contained ``report.html`` from a results folder."""
+"""The benchmark report: ``report.md`` and a self-contained ``report.html`` from a results folder.
+
+Built from the folder alone (:func:`~._results.load_results`): torch is not imported.
+"""
 
 from __future__ import annotations
 
@@ -6,42 +9,28 @@ import json
 import math
 from pathlib import Path
 
-from ._config import BenchmarkConfig, validate_config
-from ._records import RecordStore
-from ._registry import METRICS
+from ._config import BenchmarkConfig
+from ._registry import METRICS, N_BINS
 from ._render import Heading, Image, Paragraph, Table, to_html, to_markdown
+from ._results import RunResults, load_results
 from ._stats import (
     average_ranks,
     confirm_frame,
-    confirm_records,
     mean_table,
-    selections,
-    wilcoxon_test,
+    paired_means,
+    wilcoxon_p,
     wins_ties_losses,
 )
 
-__all__ = ["build_report", "load_results", "write_report"]
-
-
-def load_results(results_dir: str | Path) -> tuple[BenchmarkConfig, dict[str, dict]]:
-    """The configuration saved by ``run`` in ``results_dir`` and every record there."""
-    results_dir = Path(results_dir)
-    path = results_dir / "config.json"
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"No config.json in results directory {str(results_dir)!r}; is it the 'output' of a run?"
-        )
-    config = validate_config(json.loads(path.read_text()), check_files=False)
-    records = {r["key"]: r for r in RecordStore(results_dir).load_all()}
-    return config, records
+__all__ = ["build_report", "penalty_counts", "write_report"]
 
 
 def ordered_methods(config: BenchmarkConfig) -> list[str]:
-    """Baseline (CE) first, then NeSCal with its random-graph controls beside it, then the rest."""
+    """Baseline first, then the reference with its random-graph controls beside it, then
+    the rest."""
     names = [m.name for m in config.methods]
     first = [n for n in (config.report.baseline, config.report.reference) if n]
-    controls = [m.name for m in config.methods if m.is_random_graph_control]
-    lead = list(dict.fromkeys(first + controls))
+    lead = list(dict.fromkeys(first + list(config.report.controls)))
     return lead + [n for n in names if n not in lead]
 
 
@@ -65,6 +54,19 @@ def _point(point: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in point.items()) or "-"
 
 
+def _ranks(means, stage, metric, methods):
+    return average_ranks(means, stage, metric, methods, METRICS[metric].greater_is_better)
+
+
+def _compared(means, method, other, stage, metric, tolerance) -> tuple[str, str]:
+    """``("wins/ties/losses", "p=...")`` of ``method`` against ``other`` across datasets
+    (per-dataset means; Wilcoxon on the paired differences)."""
+    a, b = paired_means(means, method, other, stage, metric)
+    greater = METRICS[metric].greater_is_better
+    wtl = wins_ties_losses(a, b, greater_is_better=greater, tolerance=tolerance)
+    return "/".join(map(str, wtl)), f"p={_fmt_p(wilcoxon_p(a - b))}"
+
+
 def _headline(config, means, methods, stages) -> tuple[Table, int]:
     header = ["Method"]
     columns = []
@@ -72,7 +74,7 @@ def _headline(config, means, methods, stages) -> tuple[Table, int]:
         for stage in stages[:2]:
             header.append(f"{METRICS[metric].label} {_stage_label(stage)}")
             columns.append((stage, metric))
-    ranks = {col: average_ranks(means, col[0], col[1], methods) for col in columns}
+    ranks = {col: _ranks(means, col[0], col[1], methods) for col in columns}
     n_ranked = max((n for _, n in ranks.values()), default=0)
     rows = [[m] + [_fmt_rank(ranks[col][0][m]) for col in columns] for m in methods]
     return Table(header, rows, ["l"] + ["r"] * len(columns)), n_ranked
@@ -150,11 +152,8 @@ def _comparisons(config, means, methods, stages, reference: str, label: str) -> 
                 continue
             row = [method]
             for metric in config.metrics:
-                wtl = wins_ties_losses(
-                    means, method, reference, stage, metric, config.report.tie_tolerance
-                )
-                _, p = wilcoxon_test(means, method, reference, stage, metric)
-                row.append(f"{'/'.join(map(str, wtl))}, p={_fmt_p(p)}")
+                tolerance = config.report.tie_tolerance
+                row.append(", ".join(_compared(means, method, reference, stage, metric, tolerance)))
             rows.append(row)
         blocks += [
             Paragraph(f"Calibration: **{stage}** (both methods {_stage_label(stage)})."),
@@ -165,7 +164,7 @@ def _comparisons(config, means, methods, stages, reference: str, label: str) -> 
 
 def _control_section(config, means, stages) -> list:
     reference = config.report.reference
-    controls = [m.name for m in config.methods if m.is_random_graph_control]
+    controls = list(config.report.controls)
     if not reference or not controls:
         return []
     blocks: list = [
@@ -192,13 +191,11 @@ def _control_section(config, means, stages) -> list:
         tests = []
         for control in controls:
             for metric in ("nll", "ece"):
-                wtl = wins_ties_losses(
-                    means, reference, control, stage, metric, config.report.tie_tolerance
-                )
-                _, p = wilcoxon_test(means, reference, control, stage, metric)
+                tolerance = config.report.tie_tolerance
+                counts, p = _compared(means, reference, control, stage, metric, tolerance)
                 tests.append(
                     f"{METRICS[metric].label}: `{reference}` vs `{control}` "
-                    f"{'/'.join(map(str, wtl))} (wins/ties/losses), Wilcoxon p={_fmt_p(p)}"
+                    f"{counts} (wins/ties/losses), Wilcoxon {p}"
                 )
         blocks += [
             Paragraph(f"Calibration: **{stage}**."),
@@ -208,7 +205,7 @@ def _control_section(config, means, stages) -> list:
     return blocks
 
 
-def _intro(config, methods, stages, reported) -> list:
+def _intro(config, methods, stages, reported, results: RunResults) -> list:
     expected = len(config.datasets) * len(config.methods) * len(config.confirm_seeds)
     present = sum(len(found) for by_method in reported.values() for found in by_method.values())
     blocks: list = [Heading(f"Benchmark report: {config.name}", 1)]
@@ -220,10 +217,25 @@ def _intro(config, methods, stages, reported) -> list:
             f"post-hoc calibrators: {', '.join(stages[1:]) or 'none'}. Grid points chosen on mean "
             f"validation NLL ({config.selection}) over search seeds {list(config.search_seeds)}; "
             f"results are test-split metrics over confirm seeds {list(config.confirm_seeds)} "
-            f"({present} of {expected} confirm fits recorded). ECE: top-label, 15 equal-width "
-            "bins; Brier: sum over classes."
+            f"({present} of {expected} confirm fits recorded). ECE: top-label, {N_BINS} "
+            "equal-width bins; Brier: sum over classes."
         )
     )
+    if config.conditions:
+        names = ", ".join(f"`{c.name}` ({c.kind})" for c in config.conditions)
+        blocks.append(
+            Paragraph(
+                f"Evaluation conditions recorded: {names}; compare methods under one with "
+                "`nescal-bench compare RESULTS_DIR --condition NAME`."
+            )
+        )
+    if results.stale:
+        blocks.append(
+            Paragraph(
+                f"{len(results.stale)} records in the folder were written under another key "
+                "(an earlier configuration, default or library version) and are ignored."
+            )
+        )
     return blocks
 
 
@@ -239,7 +251,7 @@ def _rank_blocks(config, means, methods, stages) -> tuple[list, Table]:
     ]
     header = ["Method"] + [METRICS[m].label for m in config.metrics]
     for stage in stages[2:]:
-        ranks = {m: average_ranks(means, stage, m, methods)[0] for m in config.metrics}
+        ranks = {m: _ranks(means, stage, m, methods)[0] for m in config.metrics}
         rows = [[meth] + [_fmt_rank(ranks[m][meth]) for m in config.metrics] for meth in methods]
         blocks += [
             Paragraph(f"After **{stage}**:"),
@@ -265,18 +277,61 @@ def _selection_blocks(config, chosen) -> list:
     ]
 
 
-def _closing_blocks(base: Path, records: dict) -> list:
+def penalty_counts(reported: dict) -> dict[str, dict[str, int]]:
+    """Per method, the reported fits by ``penalty_status`` (methods whose fits record one).
+
+    A status other than ``"penalised"`` means the smoothing penalty never trained the
+    returned model: it equals its warm-up (base-loss) training.
+    """
+    out: dict[str, dict[str, int]] = {}
+    for by_method in reported.values():
+        for method, records in by_method.items():
+            for record in records:
+                status = record.get("fit", {}).get("penalty_status")
+                if status is not None:
+                    counts = out.setdefault(method, {})
+                    counts[status] = counts.get(status, 0) + 1
+    return out
+
+
+def _penalty_blocks(reported: dict, methods: list[str]) -> list:
+    counts = penalty_counts(reported)
+    if not counts:
+        return []
+    rows = []
+    for method in (m for m in methods if m in counts):
+        by_status = counts[method]
+        inactive = {s: n for s, n in sorted(by_status.items()) if s != "penalised"}
+        detail = ", ".join(f"{s} {n}" for s, n in inactive.items())
+        rows.append(
+            [method, str(sum(by_status.values())), str(sum(inactive.values())), detail or "-"]
+        )
+    return [
+        Heading("Penalty status", 2),
+        Paragraph(
+            "Reported fits of the neighbour-penalty methods, and how many of them returned a "
+            "model the penalty never trained (`penalty_status` other than `penalised`: no "
+            "graph was built, or early stopping restored an epoch from before it), which "
+            "equals plain warm-up training."
+        ),
+        Table(["Method", "Fits", "Not penalised", "Why"], rows, ["l", "r", "r", "l"]),
+    ]
+
+
+def _closing_blocks(results: RunResults) -> list:
     blocks: list = []
-    failures = sorted((base / "failures").glob("*.json")) if (base / "failures").is_dir() else []
+    failures = results.failures
     if failures:
-        rows = []
-        for path in failures:
-            f = json.loads(path.read_text())
-            rows.append([f["dataset"], f["method"], _point(f["point"]), str(f["seed"]), f["error"]])
+        rows = [
+            [f["dataset"], f["method"], _point(f["point"]), str(f["seed"]), f["error"]]
+            for f in failures
+        ]
         blocks += [
             Heading("Failed fits", 2),
             Table(["Dataset", "Method", "Point", "Seed", "Error"], rows),
         ]
+    planned = results.index.keys()
+    records = {key: r for key, r in results.records.items() if key in planned}
     blocks.append(Heading("Environment", 2))
     versions = {json.dumps(r["environment"], sort_keys=True) for r in records.values()}
     for item in sorted(versions):
@@ -289,12 +344,13 @@ def _closing_blocks(base: Path, records: dict) -> list:
 def build_report(results_dir: str | Path) -> tuple[list, Table]:
     """The report's blocks and its headline table (average ranks), drawing the figures."""
     base = Path(results_dir)
-    config, records = load_results(base)
+    results = load_results(base)
+    config = results.config
     methods = ordered_methods(config)
-    stages = ["raw", *(c.name for c in config.calibrators)]
-    reported = confirm_records(config, records)
-    chosen = selections(config, records)
-    blocks = _intro(config, methods, stages, reported)
+    stages = config.stages
+    reported = results.reported()
+    chosen = results.selections()
+    blocks = _intro(config, methods, stages, reported, results)
     if not reported:
         blocks.append(Paragraph("No confirm-seed records yet: nothing to report."))
         return blocks, Table(["Method"], [[m] for m in methods])
@@ -318,8 +374,9 @@ def build_report(results_dir: str | Path) -> tuple[list, Table]:
         if reference:
             blocks += _comparisons(config, means, methods, stages, reference, label)
     blocks += _control_section(config, means, stages)
+    blocks += _penalty_blocks(reported, methods)
     blocks += _selection_blocks(config, chosen)
-    blocks += _closing_blocks(base, records)
+    blocks += _closing_blocks(results)
     return blocks, headline
 
 

@@ -13,13 +13,14 @@ import contextlib
 import json
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
 from ._config import BenchmarkConfig
-from ._plan import FitTask, Plan, build_plan, expand_datasets
+from ._estimate import estimate_seconds
+from ._plan import FitTask, Plan, build_plan, expand_datasets, point_label, stale_records
 from ._records import RecordStore, write_json_atomic
 
 __all__ = ["RunError", "RunSummary", "dry_run", "plan_run", "run_benchmark"]
@@ -31,13 +32,14 @@ class RunError(RuntimeError):
 
 @dataclass
 class RunSummary:
-    """What a run did."""
+    """What a run did; ``stale`` holds the lines about records under another key."""
 
     output: Path
     n_planned: int
     n_skipped: int = 0
     n_finished: int = 0
     failures: list[dict] = field(default_factory=list)
+    stale: list[str] = field(default_factory=list)
     seconds: float = 0.0
     report: dict | None = None
 
@@ -56,42 +58,30 @@ def _format_seconds(seconds: float) -> str:
     return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
 
 
-def _describe_point(point: dict) -> str:
-    return ", ".join(f"{k}={v}" for k, v in point.items()) or "no grid"
-
-
-def dry_run(config: BenchmarkConfig, *, jobs: int = 1, scheduler: str | None = None) -> str:
-    """The plan as text: datasets x methods x grid x seeds, number of fits, time estimate.
-
-    Nothing is trained except the small calibration fit of the time estimate
-    (see :mod:`nescal_sklearn.benchmark._estimate`).
-    """
-    from ._data import describe_dataset
-    from ._estimate import estimate_seconds
-
-    plan = plan_run(config)
+# --------------------------------------------------------------------------- dry run
+def _plan_lines(plan: Plan, sizes: dict) -> list[str]:
     config = plan.config
-    lines = [f"Plan of {config.name!r} -> {config.output}"]
-    sizes = {}
-    lines.append(f"datasets ({len(config.datasets)}):")
+    lines = [f"Plan of {config.name!r} -> {config.output}", f"datasets ({len(config.datasets)}):"]
     for d in config.datasets:
-        sizes[d.name] = describe_dataset(d, config.data_dir, config.openml, config.budget.max_rows)
         s = sizes[d.name]
         lines.append(
             f"  {d.name:<24} {s['rows']:>7} rows  {s['features']:>4} features  {s['classes']:>3} classes"
         )
     lines.append(f"methods ({len(config.methods)}):")
     for m in config.methods:
-        what = f"loss={m.loss}" if m.is_neural else m.estimator
         fixed = f" {json.dumps(dict(m.params))}" if m.params else ""
         grid = " x ".join(f"{k} in {list(v)}" for k, v in sorted(m.grid.items()))
         n = len(m.points())
         lines.append(
-            f"  {m.name:<24} {what}{fixed}; {n} grid point{'s' * (n != 1)}"
+            f"  {m.name:<24} {m.kind.describe()}{fixed}; {n} grid point{'s' * (n != 1)}"
             + (f": {grid}" if grid else "")
         )
-    calibrators = ", ".join(c.name for c in config.calibrators) or "none"
-    lines.append(f"calibrators: {calibrators}")
+    lines.append(f"calibrators: {', '.join(c.name for c in config.calibrators) or 'none'}")
+    conditions = ", ".join(
+        f"{c.name} ({c.kind}{''.join(f' {k}={v}' for k, v in c.params().items())})"
+        for c in config.conditions
+    )
+    lines.append(f"conditions: {conditions or 'none'}")
     lines.append(
         f"seeds: search {list(config.search_seeds)}, confirm {list(config.confirm_seeds)}; "
         f"grid point chosen on mean validation NLL ({config.selection})"
@@ -103,36 +93,116 @@ def dry_run(config: BenchmarkConfig, *, jobs: int = 1, scheduler: str | None = N
         f"{len(config.confirm_seeds)} confirm seeds) = {len(plan.search) + plan.n_confirm} fits, "
         f"{plan.n_fits} distinct (a confirm fit equal to a search fit runs once)"
     )
-    fits_per_pair: dict = {}
-    for task in plan.search + plan.confirm_fixed:
-        pair = (task.dataset.name, task.method.name)
-        fits_per_pair[pair] = fits_per_pair.get(pair, 0) + 1
-    for dataset, method in plan.gridded:
-        pair = (dataset.name, method.name)
-        fits_per_pair[pair] = fits_per_pair.get(pair, 0) + len(config.confirm_seeds)
-    estimate = estimate_seconds(config, fits_per_pair, sizes)
-    how = "".join(
-        f"{loss}: measured {fixed:.2f} s per fit + {per_epoch * 1e3:.1f} ms per epoch + "
-        f"{per_row * 1e6:.1f} us per row-epoch; "
-        for loss, (fixed, per_epoch, per_row) in estimate["costs"].items()
+    return lines
+
+
+def _distinct_fits(plan: Plan) -> list[FitTask]:
+    """One task per distinct fit (a gridded pair's confirm fits at its first point)."""
+    tasks, seen = [], set()
+    first_points = [by_point[next(iter(by_point))] for by_point in plan.confirm_candidates.values()]
+    for task in plan.search + plan.confirm_fixed + [t for ts in first_points for t in ts]:
+        if task.key not in seen:
+            seen.add(task.key)
+            tasks.append(task)
+    return tasks
+
+
+def _estimate_line(
+    plan: Plan, sizes: dict, records: list[dict], where: str, done: set[str], jobs, scheduler
+) -> str:
+    config = plan.config
+    todo = [task for task in _distinct_fits(plan) if task.key not in done]
+    fits = [
+        (t.dataset.name, t.method.name, sizes[t.dataset.name]["rows"] * config.splits.train)
+        for t in todo
+    ]
+    estimate = estimate_seconds(fits, records)
+    if estimate is None:
+        return (
+            "estimated time: none (a dry run trains nothing, and there are no records to "
+            "measure from: pass --estimate-from RESULTS_DIR of an earlier run of similar fits, "
+            "or --resume with an output folder that holds records)"
+        )
+    how = (
+        f"from the fit times of {estimate.n_records} records in {where}: {estimate.by_pair} "
+        f"fits by the records of their dataset and method, {estimate.by_method} by their "
+        "method's seconds per training row and epoch"
+        + (
+            f", {estimate.unestimated} fits of methods without records not counted"
+            if estimate.unestimated
+            else ""
+        )
     )
-    if scheduler is None:
-        parallel = max(1, min(jobs, plan.n_fits))
-        lines.append(
-            f"estimated time: {_format_seconds(estimate['total'] / parallel)} with {jobs} job"
-            f"{'s' * (jobs != 1)} ({_format_seconds(estimate['total'])} of fitting; {how}"
-            "rough: max_epochs without early stopping, preprocessing not counted)"
+    if scheduler is not None:
+        return (
+            f"estimated time: {_format_seconds(estimate.seconds)} of fitting, divided among "
+            f"the workers of {scheduler} ({how})"
         )
-    else:
-        lines.append(
-            f"estimated time: {_format_seconds(estimate['total'])} of fitting, divided among the "
-            f"workers of {scheduler} ({how}rough: max_epochs without early stopping)"
-        )
+    parallel = max(1, min(jobs, max(len(todo), 1)))
+    return (
+        f"estimated time: {_format_seconds(estimate.seconds / parallel)} with {jobs} job"
+        f"{'s' * (jobs != 1)} ({_format_seconds(estimate.seconds)} of fitting for "
+        f"{len(todo)} fits, {how})"
+    )
+
+
+def dry_run(
+    config: BenchmarkConfig,
+    *,
+    jobs: int = 1,
+    scheduler: str | None = None,
+    resume: bool = False,
+    estimate_from: Sequence[str | Path] = (),
+) -> str:
+    """The plan as text: datasets x methods x grid x seeds, number of fits, time estimate.
+
+    Nothing is trained. The time estimate, if any, comes from the measured fit times
+    of existing records (see :mod:`nescal_sklearn.benchmark._estimate`): those in the
+    output folder when ``resume``, and those in the ``estimate_from`` folders.
+
+    Parameters
+    ----------
+    config : BenchmarkConfig
+        The validated configuration.
+    jobs : int, default=1
+        Parallel fits the estimate divides by.
+    scheduler : str or None, default=None
+        A dask scheduler address (the estimate then shows the total only).
+    resume : bool, default=False
+        Also say which planned fits the output folder already holds, and which of its
+        records were written under another key; the estimate covers the rest.
+    estimate_from : sequence of path, default=()
+        Results folders whose records give the time estimate.
+    """
+    plan = plan_run(config)
+    config = plan.config
+    context = config.data_context()
+    sizes = {d.name: d.describe(context) for d in config.datasets}
+    lines = _plan_lines(plan, sizes)
+    records: list[dict] = []
+    sources: list[str] = []
+    done: set[str] = set()
+    if resume:
+        output = Path(config.output).resolve()
+        existing = {r["key"]: r for r in RecordStore(output).load_all()}
+        done = {t.key for t in plan.tasks()} & set(existing)
+        lines.append(f"resume: {len(done)} of the planned fits are already recorded in {output}")
+        lines += stale_records(plan, existing, str(output))
+        records += existing.values()
+        sources.append(str(output))
+    for folder in estimate_from:
+        records += RecordStore(folder).load_all()
+        sources.append(str(folder))
+    lines.append(_estimate_line(plan, sizes, records, ", ".join(sources), done, jobs, scheduler))
     return "\n".join(lines)
 
 
+# --------------------------------------------------------------------------- run
 def _summary_line(result: dict, task: FitTask, done: int, total: int, selection: str) -> str:
-    head = f"[{done}/{total}] {task.dataset.name} | {task.method.name} | {_describe_point(task.point)} | seed {task.seed} ({task.stage})"
+    head = (
+        f"[{done}/{total}] {task.dataset.name} | {task.method.name} | "
+        f"{point_label(task.point)} | seed {task.seed} ({task.stage})"
+    )
     if not result["ok"]:
         return f"{head} | FAILED: {result['failure']['error']}"
     record = result["record"]
@@ -147,47 +217,86 @@ def _summary_line(result: dict, task: FitTask, done: int, total: int, selection:
     return f"{line} | {record['run']['fit_seconds']:.1f} s"
 
 
-def _execute(
-    tasks: list[FitTask],
-    results_dir: Path,
-    jobs: int,
-    dask_client: object | None,
-    on_result: Callable[[FitTask, dict], None],
-) -> None:
-    from joblib import Parallel, delayed, parallel_config
-
-    from ._fit import run_fit
-
-    if not tasks:
-        return
-    by_key = {t.key: t for t in tasks}
-    calls: Iterable = (delayed(run_fit)(t, str(results_dir)) for t in tasks)
-    if dask_client is not None:
-        with parallel_config(backend="dask"):
-            results = Parallel(n_jobs=-1, return_as="generator_unordered")(calls)
-            for result in results:
-                on_result(by_key[_key_of(result)], result)
-    elif jobs == 1:
-        for task in tasks:
-            on_result(task, run_fit(task, str(results_dir)))
-    else:
-        results = Parallel(n_jobs=jobs, return_as="generator_unordered")(calls)
-        for result in results:
-            on_result(by_key[_key_of(result)], result)
-
-
-def _fetch_openml_tasks(config: BenchmarkConfig) -> None:
-    """Load every OpenML task once here, before any fit: an unavailable task stops the run
-    with a clear error, and parallel workers find the task in the cache."""
-    from ._data import load_benchmark_data
-
-    for dataset in config.datasets:
-        if dataset.kind == "openml_task":
-            load_benchmark_data(dataset, config.data_dir, config.openml, config.budget.max_rows)
-
-
 def _key_of(result: dict) -> str:
     return result["record"]["key"] if result["ok"] else result["failure"]["key"]
+
+
+class _Progress:
+    """The state of a run while fits come back: records, summary counts, progress output."""
+
+    def __init__(self, plan: Plan, store: RecordStore, records: dict, summary: RunSummary,
+                 stream: IO[str], progress: bool) -> None:  # fmt: skip
+        from tqdm.auto import tqdm
+
+        self.plan, self.store, self.records, self.summary = plan, store, records, summary
+        self.stream, self.progress = stream, progress
+        self.bar = tqdm(
+            total=plan.n_fits, file=stream, disable=not progress or None, unit="fit",
+            dynamic_ncols=True, desc=plan.config.name,
+        )  # fmt: skip
+
+    def pending(self, tasks: Iterable[FitTask]) -> list[FitTask]:
+        """The tasks not yet recorded (each key once); recorded ones count as skipped."""
+        out, seen = [], set()
+        for task in tasks:
+            if task.key in seen:
+                continue
+            seen.add(task.key)
+            if task.key in self.records:
+                self.summary.n_skipped += 1
+                self.bar.update(1)
+            else:
+                out.append(task)
+        return out
+
+    def on_result(self, task: FitTask, result: dict) -> None:
+        summary = self.summary
+        if result["ok"]:
+            record = result["record"]
+            if not self.store.has(record["key"]):
+                self.store.write(record)
+            self.records[record["key"]] = record
+            summary.n_finished += 1
+        else:
+            summary.failures.append(result["failure"])
+        self.bar.update(1)
+        if self.progress:
+            done = summary.n_skipped + summary.n_finished + len(summary.failures)
+            line = _summary_line(result, task, done, self.plan.n_fits, self.plan.config.selection)
+            self.bar.write(line, file=self.stream)
+
+    def run(self, tasks: list[FitTask], results_dir: Path, jobs: int, client) -> None:
+        """Fit ``tasks`` (joblib, or the dask ``client``), calling :meth:`on_result`."""
+        from joblib import Parallel, delayed, parallel_config
+
+        from ._fit import run_fit
+
+        if not tasks:
+            return
+        by_key = {t.key: t for t in tasks}
+        calls = (delayed(run_fit)(t, str(results_dir)) for t in tasks)
+        if client is None and jobs == 1:
+            for task in tasks:
+                self.on_result(task, run_fit(task, str(results_dir)))
+            return
+        backend = (
+            parallel_config(backend="dask") if client is not None else contextlib.nullcontext()
+        )
+        with backend:
+            n_jobs = -1 if client is not None else jobs
+            for result in Parallel(n_jobs=n_jobs, return_as="generator_unordered")(calls):
+                self.on_result(by_key[_key_of(result)], result)
+
+
+def _save_run(plan: Plan, output: Path) -> None:
+    """Write ``config.json`` (normalised, suites expanded) and ``plan.json`` (every key)."""
+    config = plan.config
+    saved = config.to_json()
+    saved["output"] = str(output)
+    if config.data_dir is not None:
+        saved["data_dir"] = str(Path(config.data_dir).resolve())
+    write_json_atomic(output / "config.json", saved)
+    write_json_atomic(output / "plan.json", plan.index.to_json())
 
 
 def run_benchmark(
@@ -214,7 +323,9 @@ def run_benchmark(
         package, the data and, for records written directly, the output directory.
     resume : bool, default=False
         Continue a run: skip fits whose record exists. Without it, an output
-        directory that already holds records is an error.
+        directory that already holds records is an error. Records of the folder that
+        no planned fit has (another key: an edited config, a changed default, another
+        library version or thread count) are ignored, and the run says so.
     progress : bool, default=True
         Progress bar and one line per finished fit on ``stream``.
     stream : file or None, default=None
@@ -241,63 +352,30 @@ def run_benchmark(
     store.remove_stale_temporaries()
     plan = plan_run(config)
     config = plan.config
-    _fetch_openml_tasks(config)
-    saved = config.to_json()
-    saved["output"] = str(output)
-    if config.data_dir is not None:
-        saved["data_dir"] = str(Path(config.data_dir).resolve())
-    write_json_atomic(output / "config.json", saved)
+    context = config.data_context()
+    for dataset in config.datasets:
+        dataset.prepare(context)
+    _save_run(plan, output)
 
     records = {key: store.read(key) for key in existing}
     summary = RunSummary(output=output, n_planned=plan.n_fits)
-
-    from tqdm.auto import tqdm
-
-    bar = tqdm(
-        total=plan.n_fits, file=stream, disable=not progress or None, unit="fit",
-        dynamic_ncols=True, desc=config.name,
-    )  # fmt: skip
-
-    def on_result(task: FitTask, result: dict) -> None:
-        if result["ok"]:
-            record = result["record"]
-            if not store.has(record["key"]):
-                store.write(record)
-            records[record["key"]] = record
-            summary.n_finished += 1
-        else:
-            summary.failures.append(result["failure"])
-        bar.update(1)
-        if progress:
-            done = summary.n_skipped + summary.n_finished + len(summary.failures)
-            bar.write(_summary_line(result, task, done, plan.n_fits, config.selection), file=stream)
-
-    def pending(tasks: list[FitTask]) -> list[FitTask]:
-        out, seen = [], set()
-        for task in tasks:
-            if task.key in seen:
-                continue
-            seen.add(task.key)
-            if task.key in records:
-                summary.n_skipped += 1
-                bar.update(1)
-            else:
-                out.append(task)
-        return out
-
+    summary.stale = stale_records(plan, records, str(output))
+    if progress:
+        for line in summary.stale:
+            print(line, file=stream)
+    state = _Progress(plan, store, records, summary, stream, progress)
     with contextlib.ExitStack() as stack:
         client = None
         if scheduler is not None:
             from distributed import Client
 
             client = stack.enter_context(Client(scheduler))
-        stack.callback(bar.close)
-        _execute(pending(plan.search + plan.confirm_fixed), output, jobs, client, on_result)
+        stack.callback(state.bar.close)
+        state.run(state.pending(plan.search + plan.confirm_fixed), output, jobs, client)
         confirm, missing = plan.confirm_tasks(records)
         already = {t.key for t in plan.search + plan.confirm_fixed}
-        _execute(
-            pending([t for t in confirm if t.key not in already]), output, jobs, client, on_result
-        )
+        fresh = state.pending([t for t in confirm if t.key not in already])
+        state.run(fresh, output, jobs, client)
 
     summary.seconds = time.perf_counter() - start
     if progress:

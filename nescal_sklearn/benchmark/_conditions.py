@@ -1,0 +1,242 @@
+"""Evaluation conditions: the test rows shifted, and out-of-distribution (OOD) rows.
+
+Each condition is built from the preprocessed test matrix of a fit, with its own
+generator seeded by the fit's seed and the condition's name (:func:`condition_rng`), so
+every method sees the same rows. Two families:
+
+* :class:`ShiftCondition` corrupts the test rows; the fit records every metric of
+  :data:`~._registry.METRICS` on them against the test labels.
+* :class:`OODCondition` makes rows that belong to no class; the fit records every
+  metric of :data:`~._registry.OOD_METRICS`, which tell the clean test rows (0) from
+  them (1).
+
+One small class per kind; :data:`CONDITIONS` is the only place where a configuration
+``kind`` becomes a class. A new kind (another OOD set, a severity scale) is a new
+class; a new OOD score is a new entry of ``OOD_METRICS``.
+"""
+
+from __future__ import annotations
+
+import zlib
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ._registry import METRICS, OOD_METRICS, Metric, label_metrics, ood_metrics
+from ._specs import ConfigError, _fail, _is_real, _mapping
+
+__all__ = [
+    "CLEAN",
+    "CONDITIONS",
+    "Condition",
+    "GaussianNoise",
+    "MissingEntries",
+    "OODCondition",
+    "ScaledRows",
+    "ShiftCondition",
+    "ShuffledColumns",
+    "condition_rng",
+]
+
+#: Name of the unmodified test rows (``record["test"]``), which no condition may take.
+CLEAN = "clean"
+
+
+def condition_rng(seed: int, name: str) -> np.random.Generator:
+    """The generator of one condition: fixed by the fit's seed and the condition's name.
+
+    Examples
+    --------
+    >>> from nescal_sklearn.benchmark._conditions import condition_rng
+    >>> first, again = condition_rng(3, "noise_0.5"), condition_rng(3, "noise_0.5")
+    >>> bool(first.integers(100) == again.integers(100))
+    True
+    """
+    return np.random.default_rng([seed, zlib.crc32(name.encode())])
+
+
+class Condition(ABC):
+    """One evaluation condition; subclasses are frozen dataclasses with a ``name`` field."""
+
+    #: Configuration ``kind`` of the condition.
+    kind: ClassVar[str]
+    #: The metrics the condition records, and the one ``nescal-bench compare`` uses.
+    metrics: ClassVar[Mapping[str, Metric]]
+    default_metric: ClassVar[str]
+
+    name: str
+
+    @classmethod
+    @abstractmethod
+    def from_config(cls, path: str, entry: Mapping[str, Any]) -> Condition:
+        """Validate a configuration entry of this kind."""
+
+    @abstractmethod
+    def params(self) -> dict:
+        """The condition's settings (its configuration entry less ``name`` and ``kind``)."""
+
+    @abstractmethod
+    def rows(self, X_test: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """The condition's rows, built from the preprocessed test matrix."""
+
+    @abstractmethod
+    def score(self, y_test, proba_test: np.ndarray, proba: np.ndarray, classes) -> dict:
+        """The recorded metrics, from the predictions on the clean test rows and on
+        :meth:`rows`."""
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "kind": self.kind, **self.params()}
+
+
+class ShiftCondition(Condition):
+    """The test rows, corrupted; scored like the test rows (every metric of ``METRICS``)."""
+
+    metrics = METRICS
+    default_metric = "nll"
+
+    def score(self, y_test, proba_test, proba, classes) -> dict:
+        return label_metrics(y_test, proba, classes)
+
+
+class OODCondition(Condition):
+    """Rows of no class, as many as the test rows; scored against the clean test rows."""
+
+    metrics = OOD_METRICS
+    default_metric = "auroc"
+
+    def score(self, y_test, proba_test, proba, classes) -> dict:
+        return ood_metrics(proba_test, proba)
+
+
+def _real(path: str, entry: Mapping, key: str, default: float | None, low: float, high=None):
+    value = entry.get(key, default)
+    if value is None:
+        raise ConfigError(f"{path}.{key}", "required key missing; expected a number")
+    in_range = _is_real(value) and value > low and (high is None or value < high)
+    if not in_range:
+        interval = f"> {low:g}" if high is None else f"in ({low:g}, {high:g})"
+        raise _fail(f"{path}.{key}", f"a number {interval}", value)
+    return float(value)
+
+
+@dataclass(frozen=True)
+class GaussianNoise(ShiftCondition):
+    """Independent N(0, sd²) noise added to every entry of the preprocessed test matrix.
+
+    Numeric columns are standardised on the training rows, so ``sd`` is in units of
+    each feature's training standard deviation.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nescal_sklearn.benchmark import GaussianNoise
+    >>> X = np.zeros((1000, 3), dtype=np.float32)
+    >>> noisy = GaussianNoise("noise", sd=0.5).rows(X, np.random.default_rng(0))
+    >>> noisy.dtype, round(float(noisy.std()), 1)
+    (dtype('float32'), 0.5)
+    """
+
+    name: str
+    sd: float
+    kind: ClassVar[str] = "gaussian_noise"
+
+    @classmethod
+    def from_config(cls, path: str, entry: Mapping[str, Any]) -> GaussianNoise:
+        _mapping(path, entry, ("name", "kind", "sd"))
+        sd = _real(path, entry, "sd", None, 0.0)
+        return cls(entry.get("name", f"{cls.kind}_{sd:g}"), sd)
+
+    def params(self) -> dict:
+        return {"sd": self.sd}
+
+    def rows(self, X_test, rng):
+        noise = rng.standard_normal(X_test.shape).astype(X_test.dtype, copy=False)
+        return X_test + np.asarray(self.sd, dtype=X_test.dtype) * noise
+
+
+@dataclass(frozen=True)
+class MissingEntries(ShiftCondition):
+    """``round(fraction * size)`` entries of the preprocessed test matrix, drawn uniformly
+    without replacement, set to 0: the training mean of a standardised column, "not this
+    category" for a one-hot column.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nescal_sklearn.benchmark import MissingEntries
+    >>> X = np.ones((10, 10), dtype=np.float32)
+    >>> int((MissingEntries("m", 0.2).rows(X, np.random.default_rng(0)) == 0).sum())
+    20
+    """
+
+    name: str
+    fraction: float
+    kind: ClassVar[str] = "missing_entries"
+
+    @classmethod
+    def from_config(cls, path: str, entry: Mapping[str, Any]) -> MissingEntries:
+        _mapping(path, entry, ("name", "kind", "fraction"))
+        fraction = _real(path, entry, "fraction", None, 0.0, 1.0)
+        return cls(entry.get("name", f"{cls.kind}_{fraction:g}"), fraction)
+
+    def params(self) -> dict:
+        return {"fraction": self.fraction}
+
+    def rows(self, X_test, rng):
+        out = X_test.copy()
+        chosen = rng.choice(X_test.size, size=round(self.fraction * X_test.size), replace=False)
+        out.flat[chosen] = 0
+        return out
+
+
+@dataclass(frozen=True)
+class ShuffledColumns(OODCondition):
+    """Every column of the test matrix permuted on its own: the marginals are kept, the
+    dependencies between features destroyed."""
+
+    name: str
+    kind: ClassVar[str] = "shuffled_columns"
+
+    @classmethod
+    def from_config(cls, path: str, entry: Mapping[str, Any]) -> ShuffledColumns:
+        _mapping(path, entry, ("name", "kind"))
+        return cls(entry.get("name", cls.kind))
+
+    def params(self) -> dict:
+        return {}
+
+    def rows(self, X_test, rng):
+        return np.column_stack([rng.permutation(column) for column in X_test.T]).astype(
+            X_test.dtype
+        )
+
+
+@dataclass(frozen=True)
+class ScaledRows(OODCondition):
+    """The test rows multiplied by ``factor``: far from the training data, where ReLU
+    networks extrapolate with growing confidence (the generator is not used)."""
+
+    name: str
+    factor: float = 4.0
+    kind: ClassVar[str] = "scaled_rows"
+
+    @classmethod
+    def from_config(cls, path: str, entry: Mapping[str, Any]) -> ScaledRows:
+        _mapping(path, entry, ("name", "kind", "factor"))
+        factor = _real(path, entry, "factor", 4.0, 0.0)
+        return cls(entry.get("name", f"{cls.kind}_{factor:g}"), factor)
+
+    def params(self) -> dict:
+        return {"factor": self.factor}
+
+    def rows(self, X_test, rng):
+        return X_test * np.asarray(self.factor, dtype=X_test.dtype)
+
+
+#: Configuration ``kind`` of a condition -> its class.
+CONDITIONS: dict[str, type[Condition]] = {
+    cls.kind: cls for cls in (GaussianNoise, MissingEntries, ShuffledColumns, ScaledRows)
+}

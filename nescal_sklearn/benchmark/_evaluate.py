@@ -1,0 +1,89 @@
+"""Measure fitted models: every stage (raw, each calibrator) on the validation and test
+rows, the test reliability bins, and every evaluation condition."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from ._conditions import Condition, condition_rng
+from ._data import Split
+from ._registry import METRICS, N_BINS, label_metrics
+
+__all__ = ["aligned_proba", "evaluate_stages", "reliability_bins"]
+
+
+def aligned_proba(model, X, classes: np.ndarray) -> np.ndarray:
+    """``predict_proba`` with one column per class of the whole dataset (0 for unseen ones)."""
+    proba = model.predict_proba(X)
+    model_classes = np.asarray(model.classes_)
+    if len(model_classes) == len(classes) and np.array_equal(model_classes, classes):
+        return proba
+    out = np.zeros((len(X), len(classes)))
+    out[:, np.searchsorted(classes, model_classes)] = proba
+    return out
+
+
+def reliability_bins(y, proba, classes) -> dict:
+    """Top-label bins (equal width, :data:`N_BINS`): counts, mean confidence, accuracy."""
+    from ..metrics import reliability_curve
+
+    curve = reliability_curve(y, proba, labels=classes, n_bins=N_BINS)
+
+    def listed(values):
+        return [None if not np.isfinite(v) else float(v) for v in values]
+
+    return {
+        "counts": [int(c) for c in curve.counts],
+        "confidence": listed(curve.confidence),
+        "accuracy": listed(curve.accuracy),
+    }
+
+
+def evaluate_stages(
+    stages: Mapping[str, object], split: Split, conditions: tuple[Condition, ...], seed: int
+) -> dict:
+    """The ``validation``, ``test``, ``reliability`` and ``conditions`` parts of a record.
+
+    Parameters
+    ----------
+    stages : mapping
+        ``"raw"`` (the fitted model) and each fitted calibrator, by name.
+    split : Split
+        The fit's split.
+    conditions : tuple of Condition
+        Evaluation conditions: each builds its rows from ``split.X_test`` with
+        :func:`condition_rng` of ``seed`` and its name, once for every stage.
+    seed : int
+        The fit's seed.
+
+    Returns
+    -------
+    dict
+        ``validation[stage]["nll"]``, ``test[stage][metric]``, ``reliability[stage]``
+        and ``conditions[name][stage][metric]``.
+    """
+    classes = split.classes
+    validation, test, reliability, proba_test = {}, {}, {}, {}
+    for name, fitted in stages.items():
+        proba_val = aligned_proba(fitted, split.X_val, classes)
+        proba_test[name] = aligned_proba(fitted, split.X_test, classes)
+        validation[name] = {"nll": float(METRICS["nll"].function(split.y_val, proba_val, classes))}
+        test[name] = label_metrics(split.y_test, proba_test[name], classes)
+        reliability[name] = reliability_bins(split.y_test, proba_test[name], classes)
+    measured: dict[str, dict] = {}
+    for condition in conditions:
+        rows = condition.rows(split.X_test, condition_rng(seed, condition.name))
+        measured[condition.name] = {
+            name: condition.score(
+                split.y_test, proba_test[name], aligned_proba(fitted, rows, classes), classes
+            )
+            for name, fitted in stages.items()
+        }
+    return {
+        "validation": validation,
+        "test": test,
+        "reliability": reliability,
+        "conditions": measured,
+    }

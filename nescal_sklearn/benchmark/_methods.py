@@ -1,0 +1,396 @@
+"""Methods of a benchmark: a kind of estimator, its fixed parameters and its grid.
+
+A method is a ``NeSCalClassifier`` with a registered loss (:class:`LossMethod`) or any
+scikit-learn classifier (:class:`ClassifierMethod`); :data:`METHOD_KINDS` is the only
+place where the configuration key (``"loss"`` or ``"estimator"``) becomes a class.
+Everything that differs between the two kinds (which parameter names exist, how a value
+is checked, how the estimator is built, whether the budget applies) is a method of the
+kind, so the rest of the benchmark never branches on it.
+
+:func:`resolved_params` is the canonical form of an estimator's parameters, defaults
+included, that every record key holds.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from itertools import product
+from typing import Any, ClassVar
+
+from ._specs import Budget, ConfigError, _fail
+
+__all__ = [
+    "METHOD_KINDS",
+    "ClassifierMethod",
+    "LossMethod",
+    "MethodKind",
+    "MethodSpec",
+    "public_path",
+    "resolved_params",
+]
+
+#: Estimator parameters that the runner sets (seeds, verbosity, the loss itself).
+RUNNER_PARAMS = ("random_state", "verbose", "loss")
+
+
+@functools.lru_cache(maxsize=256)
+def public_path(cls: type) -> str:
+    """The shortest importable path of ``cls``.
+
+    Examples
+    --------
+    >>> from sklearn.ensemble._hist_gradient_boosting.gradient_boosting import (
+    ...     HistGradientBoostingClassifier)
+    >>> public_path(HistGradientBoostingClassifier)
+    'sklearn.ensemble.HistGradientBoostingClassifier'
+    """
+    parts = cls.__module__.split(".")
+    for i in range(1, len(parts) + 1):
+        module = ".".join(parts[:i])
+        try:
+            if getattr(importlib.import_module(module), cls.__name__, None) is cls:
+                return f"{module}.{cls.__name__}"
+        except ImportError:
+            continue
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _canonical(value: Any) -> Any:
+    """A JSON-ready, deterministic rendering of a parameter value."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, type):
+        return {"class": public_path(value)}
+    if hasattr(value, "get_params"):
+        params = value.get_params(deep=False)
+        return {
+            "class": public_path(type(value)),
+            "params": {k: _canonical(v) for k, v in sorted(params.items())},
+        }
+    if isinstance(value, Mapping):
+        return {str(k): _canonical(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v) for v in value]
+    if hasattr(value, "item") and getattr(value, "shape", None) == ():  # numpy scalar
+        return value.item()
+    return repr(value)
+
+
+def resolved_params(estimator) -> dict:
+    """``clone(estimator).get_params(deep=True)``, defaults included, in canonical form.
+
+    Nested objects (a loss object) are rendered as their class path and their own
+    parameters; tuples become lists; anything else unknown becomes its ``repr``.
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> params = resolved_params(LogisticRegression(C=2.0))
+    >>> params["C"], params["max_iter"]
+    (2.0, 100)
+    """
+    from sklearn.base import clone
+
+    params = clone(estimator).get_params(deep=True)
+    return {name: _canonical(value) for name, value in sorted(params.items())}
+
+
+class MethodKind(ABC):
+    """What a method fits; subclasses are frozen dataclasses with one field ``ref``."""
+
+    #: Configuration key of a method entry (``"loss"`` or ``"estimator"``).
+    key: ClassVar[str]
+    #: Whether the budget's ``NeSCalClassifier`` settings apply to this kind.
+    uses_budget: ClassVar[bool] = False
+
+    @classmethod
+    @abstractmethod
+    def from_config(cls, path: str, ref: Any) -> MethodKind:
+        """Validate the value of ``key`` (the library is imported here)."""
+
+    @property
+    @abstractmethod
+    def default_name(self) -> str:
+        """The method's name when the entry gives none."""
+
+    @abstractmethod
+    def describe(self) -> str:
+        """One line for the dry-run plan."""
+
+    def to_json(self) -> dict:
+        return {self.key: self.ref}
+
+    @abstractmethod
+    def parameter_target(self, name: str, where: str) -> str:
+        """The estimator parameter a configuration parameter ``name`` sets."""
+
+    @abstractmethod
+    def check_value(self, path: str, target: str, value: Any) -> None:
+        """Run the library's own check of ``value`` for ``target`` (ConfigError if bad)."""
+
+    @abstractmethod
+    def build(self, params: Mapping[str, Any], seed: int):
+        """The unfitted estimator with estimator ``params``, seeded with ``seed``."""
+
+    @property
+    def uses_neighbours(self) -> bool:
+        """Whether the estimator trains with a neighbour loss (the report's reference)."""
+        return False
+
+    @property
+    def is_plain_cross_entropy(self) -> bool:
+        """Whether the estimator trains with plain cross-entropy (the report's baseline)."""
+        return False
+
+
+def _library_check(path: str, check) -> None:
+    try:
+        check()
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(path, str(exc)) from None
+
+
+@functools.lru_cache(maxsize=64)
+def _loss_parameter_names(loss: str) -> frozenset[str]:
+    from ..losses import get_loss
+
+    return frozenset(get_loss(loss).get_params(deep=True))
+
+
+@functools.lru_cache(maxsize=1)
+def _classifier_parameter_names() -> frozenset[str]:
+    from ..estimator import NeSCalClassifier
+
+    return frozenset(NeSCalClassifier().get_params(deep=False)) - set(RUNNER_PARAMS)
+
+
+@dataclass(frozen=True)
+class LossMethod(MethodKind):
+    """``NeSCalClassifier`` trained with a registered loss (``nescal_sklearn.losses.LOSSES``).
+
+    The estimator is built with the loss *object* (``get_loss(ref)``), so that its
+    resolved parameters hold every loss default.
+    """
+
+    ref: str
+    key: ClassVar[str] = "loss"
+    uses_budget: ClassVar[bool] = True
+
+    @classmethod
+    def from_config(cls, path: str, ref: Any) -> LossMethod:
+        from ..losses import LOSSES
+
+        if ref not in LOSSES:
+            raise _fail(path, f"a registered loss name, one of {sorted(LOSSES)}", ref)
+        return cls(ref)
+
+    @property
+    def default_name(self) -> str:
+        return self.ref
+
+    def describe(self) -> str:
+        return f"loss={self.ref}"
+
+    def parameter_target(self, name: str, where: str) -> str:
+        loss_names = _loss_parameter_names(self.ref)
+        estimator_names = _classifier_parameter_names()
+        if name.startswith("loss__") and name[len("loss__") :] in loss_names:
+            return name
+        if name in loss_names:
+            return f"loss__{name}"
+        if name in estimator_names:
+            return name
+        if name in RUNNER_PARAMS:
+            raise ConfigError(where, "set by the runner (loss, seeds), not by the config")
+        raise ConfigError(
+            where,
+            f"unknown parameter; expected a parameter of loss {self.ref!r} "
+            f"{sorted(loss_names)} or of NeSCalClassifier {sorted(estimator_names)}",
+        )
+
+    def check_value(self, path: str, target: str, value: Any) -> None:
+        from ..estimator import NeSCalClassifier
+        from ..losses import get_loss
+
+        if target.startswith("loss__"):
+            loss = get_loss(self.ref)
+
+            def check():
+                loss.set_params(**{target[len("loss__") :]: value})
+                loss.validate()
+        else:
+            estimator = NeSCalClassifier(loss=self.ref)
+
+            def check():
+                estimator.set_params(**{target: value})
+                estimator._validate_params()
+
+        _library_check(path, check)
+
+    def build(self, params: Mapping[str, Any], seed: int):
+        from ..estimator import NeSCalClassifier
+        from ..losses import get_loss
+
+        params = dict(params)
+        if "hidden_sizes" in params:
+            params["hidden_sizes"] = tuple(params["hidden_sizes"])
+        estimator = NeSCalClassifier(loss=get_loss(self.ref), random_state=seed)
+        return estimator.set_params(**params)
+
+    @property
+    def uses_neighbours(self) -> bool:
+        from ..losses import LOSSES
+
+        return bool(LOSSES[self.ref].uses_neighbours)
+
+    @property
+    def is_plain_cross_entropy(self) -> bool:
+        from ..losses import LOSSES, CrossEntropyLoss
+
+        return LOSSES[self.ref] is CrossEntropyLoss
+
+
+@dataclass(frozen=True)
+class ClassifierMethod(MethodKind):
+    """A scikit-learn classifier with ``predict_proba``, by import path; its
+    ``random_state`` (if it has one) is the seed."""
+
+    ref: str
+    key: ClassVar[str] = "estimator"
+
+    @classmethod
+    def from_config(cls, path: str, ref: Any) -> ClassifierMethod:
+        from sklearn.base import is_classifier
+
+        if not isinstance(ref, str) or not ref:
+            raise _fail(
+                path,
+                "an import path such as 'sklearn.ensemble.HistGradientBoostingClassifier'",
+                ref,
+            )
+        if "." in ref:
+            module_name, _, attr = ref.rpartition(".")
+            try:
+                found = getattr(importlib.import_module(module_name), attr)
+            except (ImportError, AttributeError) as exc:
+                raise ConfigError(path, f"cannot import {ref!r}: {exc}") from None
+        else:
+            from sklearn.utils.discovery import all_estimators
+
+            classifiers = dict(all_estimators(type_filter="classifier"))
+            if ref not in classifiers:
+                raise _fail(path, "an import path, or the name of a scikit-learn classifier", ref)
+            found = classifiers[ref]
+        try:
+            ok = (
+                isinstance(found, type)
+                and is_classifier(found())
+                and hasattr(found, "predict_proba")
+            )
+        except TypeError:  # a class whose constructor needs arguments
+            ok = False
+        if not ok:
+            raise _fail(path, "a scikit-learn classifier class with predict_proba", ref)
+        return cls(public_path(found))
+
+    @property
+    def estimator_class(self) -> type:
+        module_name, _, name = self.ref.rpartition(".")
+        return getattr(importlib.import_module(module_name), name)
+
+    @property
+    def default_name(self) -> str:
+        return self.ref.rpartition(".")[2]
+
+    def describe(self) -> str:
+        return self.ref
+
+    def parameter_target(self, name: str, where: str) -> str:
+        if name == "random_state":
+            raise ConfigError(where, "set by the runner from the seeds, not by the config")
+        names = set(self.estimator_class().get_params(deep=True))
+        if name not in names:
+            raise ConfigError(
+                where,
+                f"unknown parameter of {self.default_name}; expected one of {sorted(names)}",
+            )
+        return name
+
+    def check_value(self, path: str, target: str, value: Any) -> None:
+        estimator = self.estimator_class()
+
+        def check():
+            estimator.set_params(**{target: value})
+            if hasattr(estimator, "_validate_params"):
+                estimator._validate_params()
+
+        _library_check(path, check)
+
+    def build(self, params: Mapping[str, Any], seed: int):
+        estimator = self.estimator_class()
+        if "random_state" in estimator.get_params():
+            estimator.set_params(random_state=seed)
+        return estimator.set_params(**params)
+
+
+#: Configuration key of a method entry -> its kind.
+METHOD_KINDS: dict[str, type[MethodKind]] = {cls.key: cls for cls in (LossMethod, ClassifierMethod)}
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """A method: its kind, fixed ``params`` and ``grid`` (configuration names).
+
+    ``targets`` maps each configuration name to the estimator parameter it sets
+    (``n_neighbors`` -> ``loss__n_neighbors``); it is None for a configuration read
+    without the library's checks (a saved run's, read by the report), which cannot
+    build estimators.
+
+    Examples
+    --------
+    >>> from nescal_sklearn.benchmark import LossMethod, MethodSpec
+    >>> MethodSpec("ls", LossMethod("label_smoothing"), grid={"epsilon": (0.05, 0.1)}).points()
+    [{'epsilon': 0.05}, {'epsilon': 0.1}]
+    """
+
+    name: str
+    kind: MethodKind
+    params: Mapping[str, Any] = field(default_factory=dict)
+    grid: Mapping[str, tuple] = field(default_factory=dict)
+    targets: Mapping[str, str] | None = None
+
+    def points(self) -> list[dict]:
+        """The grid points (configuration names), in a stable order."""
+        names = sorted(self.grid)
+        return [
+            dict(zip(names, values, strict=True))
+            for values in product(*(self.grid[n] for n in names))
+        ]
+
+    def estimator_params(self, point: Mapping[str, Any], budget: Budget) -> dict:
+        """Estimator parameters of ``point``: the budget's (when the kind uses it), then the
+        fixed parameters and the point, keyed by estimator names."""
+        if self.targets is None:
+            raise RuntimeError(
+                f"method {self.name!r} was read without the library's checks (a saved "
+                "run's configuration); validate it with check_params=True to build estimators"
+            )
+        merged = {**self.params, **point}
+        params = {self.targets.get(name, name): value for name, value in sorted(merged.items())}
+        return {**budget.estimator_params(), **params} if self.kind.uses_budget else params
+
+    def build(self, point: Mapping[str, Any], budget: Budget, seed: int):
+        """The unfitted estimator of ``point`` seeded with ``seed``."""
+        return self.kind.build(self.estimator_params(point, budget), seed)
+
+    def to_json(self) -> dict:
+        return {
+            "name": self.name,
+            **self.kind.to_json(),
+            "params": dict(self.params),
+            "grid": {name: list(values) for name, values in self.grid.items()},
+        }

@@ -1,0 +1,252 @@
+"""``nescal-bench compare`` and the paired statistics, against hand-worked values."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nescal_sklearn.benchmark import (
+    ScaledRows,
+    compare_markdown,
+    load_config,
+    pool_results,
+    run_benchmark,
+)
+from nescal_sklearn.benchmark._compare import PooledResults
+from nescal_sklearn.benchmark._stats import (
+    paired_comparison,
+    relative_change,
+    wilcoxon_p,
+    wins_ties_losses,
+)
+from nescal_sklearn.cli import main
+
+
+# --------------------------------------------------------------------------- statistics
+def test_wilcoxon_p_by_hand():
+    # n = 3, one sign on rank 1 and the other on ranks 2 and 3: the smaller rank sum is 1,
+    # P(W <= 1) = 2/8 under the null, two-sided p = 0.5
+    assert wilcoxon_p([-20.0, -10.0, 5.0]) == pytest.approx(0.5)
+    # all three of one sign: P(W <= 0) = 1/8, two-sided 0.25
+    assert wilcoxon_p([1.0, 2.0, 3.0]) == pytest.approx(0.25)
+    # zero differences are dropped: n = 2, ranks 1 (-) and 2 (+), P(W <= 1) = 2/4, p = 1
+    assert wilcoxon_p([60.0, -10.0, 0.0]) == pytest.approx(1.0)
+    assert np.isnan(wilcoxon_p([1.0])) and np.isnan(wilcoxon_p([0.0, 0.0]))
+
+
+def test_relative_change_and_wins_ties_losses():
+    assert relative_change([0.8, 0.45, 0.42], [1.0, 0.5, 0.4]) == pytest.approx([-20, -10, 5])
+    # higher is better: 0.9 beats 0.8, 0.5 loses to 0.6, 0.7 ties 0.7001 within 1 %
+    assert wins_ties_losses(
+        [0.9, 0.5, 0.7], [0.8, 0.6, 0.7001], greater_is_better=True, tolerance=0.01
+    ) == (1, 1, 1)
+
+
+def test_better_of_two_references_is_chosen_per_dataset():
+    method = {"x": 0.9, "y": 0.5, "z": 1.0}
+    references = {"ce": {"x": 1.0, "y": 1.0}, "ls": {"x": 0.8, "y": 2.0, "z": 1.0}}
+    accuracy = ({"x": 0.5, "y": 0.5}, {"ce": {"x": 0.5, "y": 0.5}, "ls": {"x": 0.6, "y": 0.6}})
+    c = paired_comparison(method, references, greater_is_better=False, accuracy=accuracy)
+    # z lacks ce; x: the better reference is ls (0.8): +12.5 %; y: ce (1.0): -50 %
+    assert c.datasets == ["x", "y"] and c.references == ["ls", "ce"]
+    assert c.changes.tolist() == pytest.approx([12.5, -50.0])
+    assert (c.n_better, c.median_change) == (1, pytest.approx(-18.75))
+    assert c.accuracy_change == pytest.approx(-0.05)  # median of -0.1 (vs ls) and 0.0 (vs ce)
+    assert paired_comparison({"q": 1.0}, references, greater_is_better=False) is None
+
+
+# --------------------------------------------------------------------------- markdown
+def _records(method: str, nll: list[float], auroc: list[float], accuracy_shift: float = 0.0):
+    """Two seeds per dataset whose means are ``nll`` / ``auroc`` (datasets a, b, c)."""
+    out = []
+    for dataset, n, a in zip("abc", nll, auroc, strict=True):
+        for seed, delta in ((3, -0.1), (4, 0.1)):
+            clean = {"nll": n + delta * n, "accuracy": 0.8 + accuracy_shift, "ece": 0.1}
+            far = {"auroc": a + delta * a, "max_proba": 0.9}
+            out.append(
+                {
+                    "key": f"{method}-{dataset}-{seed}",
+                    "method": method,
+                    "dataset": dataset,
+                    "seed": seed,
+                    "test": {"raw": clean, "temperature": clean},
+                    "conditions": {"ood_far": {"raw": far, "temperature": far}},
+                    "fit": {},
+                }
+            )
+    return out
+
+
+def _pooled(*groups) -> PooledResults:
+    pooled = PooledResults(seeds=[3, 4], stages=["raw", "temperature"])
+    pooled.conditions["ood_far"] = ScaledRows("ood_far")
+    for records in groups:
+        for record in records:
+            pooled.add(record)
+    return pooled
+
+
+def test_counts_medians_and_p_values_against_each_reference():
+    pooled = _pooled(
+        _records("ce", [1.0, 0.5, 0.4], [0.6, 0.7, 0.8]),
+        # NLL change -20 %, -10 %, +5 %; AUROC change +10 %, +20 %, -5 %
+        _records("nescal", [0.8, 0.45, 0.42], [0.66, 0.84, 0.76], accuracy_shift=0.01),
+        _records("same", [1.0, 0.5, 0.4], [0.6, 0.7, 0.8]),
+    )
+    text = compare_markdown(pooled)
+    assert text.startswith("# Paired comparisons, confirm seeds [3, 4], 3 datasets\n\n")
+    for stage in ("raw", "ts"):
+        assert f"| nescal | {stage} | 2/3 | -10.00 % | 0.5 | +1.00 pt |" in text
+        assert f"| same | {stage} | 0/3 | +0.00 % | nan | +0.00 pt |" in text
+    assert "## Against `ce`\n\n| method | stage | lower NLL on | median NLL change |" in text
+    assert "Against `label_smoothing`" not in text  # absent reference skipped
+    assert "better of" not in text  # a single reference present
+    # per-dataset mean NLL after TS (best in bold), then raw
+    after_ts = text.split("## Test NLL after temperature scaling, mean over confirm seeds\n")[1]
+    assert "| dataset | ce | nescal | same |\n|---|---|---|---|" in after_ts
+    assert "| a | 1.0000 | **0.8000** | 1.0000 |" in after_ts
+    raw = text.split("## Raw test NLL (no temperature scaling), mean over confirm seeds\n")[1]
+    assert "| c | 0.4000 | 0.4200 | 0.4000 |" in raw
+    ood = compare_markdown(pooled, condition="ood_far")
+    assert "| nescal | raw | 2/3 | +10.00 % | 0.5 | – |" in ood
+    assert "| method | stage | higher AUROC on | median AUROC change |" in ood
+    assert "| b | 0.7000 | **0.8400** | 0.7000 |" in ood  # the higher AUROC in bold
+
+
+def test_against_a_second_reference_and_the_better_of_both():
+    two = compare_markdown(
+        _pooled(
+            _records("ce", [1.0, 0.5, 0.4], [0.6, 0.7, 0.8]),
+            _records("label_smoothing", [0.5, 0.25, 0.2], [0.6, 0.7, 0.8]),
+        ),
+        best_of=(),
+    )
+    assert "| label_smoothing | raw | 3/3 | -50.00 % | 0.25 | +0.00 pt |" in two
+    assert "| ce | raw | 0/3 | +100.00 % | 0.25 | +0.00 pt |" in two
+    pooled = _pooled(
+        _records("ce", [1.0, 0.5, 0.4], [0.6, 0.7, 0.8]),
+        _records("label_smoothing", [0.5, 1.0, 0.4], [0.9, 0.5, 0.8]),
+        # NLL vs the better (ls, ce, either): +60 %, -10 %, +0 %;
+        # AUROC vs the better (ls 0.9, ce 0.7, 0.8): -10 %, +20 %, +0 %
+        _records("nescal", [0.8, 0.45, 0.4], [0.81, 0.84, 0.8]),
+    )
+    title = "## Against the better of `ce` and `label_smoothing` (per dataset and stage)\n\n"
+    note = (
+        "The better reference is chosen per dataset and stage in hindsight, which favours "
+        "the reference.\n"
+    )
+    better_of = compare_markdown(pooled).split(title + note)[1].split("\n## ")[0]
+    assert "| nescal | raw | 1/3 | +0.00 % | 1 | +0.00 pt |" in better_of
+    assert "| ce |" not in better_of and "| label_smoothing |" not in better_of
+    far = compare_markdown(pooled, condition="ood_far").split(title + note)[1]
+    assert "| nescal | ts | 1/3 | +0.00 % | 1 | – |" in far.split("\n## ")[0]
+
+
+def test_penalty_status_is_counted():
+    records = _records("nescal", [0.8, 0.45, 0.42], [0.66, 0.84, 0.76])
+    for record, status in zip(records, ["penalised"] * 3 + ["no_graph"] * 2 + [None], strict=True):
+        if status is not None:
+            record["fit"]["penalty_status"] = status
+    text = compare_markdown(_pooled(_records("ce", [1.0, 0.5, 0.4], [0.6, 0.7, 0.8]), records))
+    assert text.endswith(
+        "| method | fits | not penalised |\n|---|---|---|\n| nescal | 5 | 2 (no_graph 2) |\n"
+    )
+
+
+# --------------------------------------------------------------------------- end to end
+CONFIG = {
+    "name": "summary",
+    "datasets": [{"sklearn": "iris"}, {"sklearn": "wine"}],
+    "methods": [
+        {"name": "ce", "loss": "ce"},
+        {"name": "ls", "loss": "label_smoothing", "grid": {"epsilon": [0.05, 0.2]}},
+    ],
+    "calibrators": ["temperature"],
+    "search_seeds": [0],
+    "confirm_seeds": [1, 2],
+    "budget": {"max_epochs": 2, "hidden_sizes": [8]},
+}
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("compare")
+    out = []
+    for name, methods in (("one", CONFIG["methods"]), ("two", [{"name": "mdca", "loss": "mdca"}])):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps({**CONFIG, "methods": methods, "output": str(tmp_path / name)}))
+        run_benchmark(load_config(path), progress=False, report=False)
+        out.append(tmp_path / name)
+    # a stale record of an earlier config (another method) in the first folder is ignored
+    records = sorted((out[0] / "records").glob("*.json"))
+    stale = json.loads(records[0].read_text())
+    stale.update(key="0" * 20, method="removed_method", seed=1)
+    (out[0] / "records" / f"{'0' * 20}.json").write_text(json.dumps(stale))
+    return out
+
+
+def test_compare_reports_only_the_configs_chosen_fits(folders, tmp_path, capsys):
+    one, two = folders
+    plot = tmp_path / "changes.png"
+    args = [str(one), "--best-of", "ce", "ls", "--plot", str(plot)]
+    assert main(["compare", *args]) == 0
+    out = capsys.readouterr().out
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.endswith(f"\nFigure: {plot}\n")
+    assert "## Against `ce`" in out and "removed_method" not in out
+    assert "## Against the better of `ce` and `ls`" in out
+    rows = [line for line in out.splitlines() if line.startswith("| ls | raw |")]
+    assert len(rows) == 1 and "/2 |" in rows[0]  # two datasets compared
+    table = out.split("## Test NLL after temperature scaling")[1]
+    assert "| sklearn-iris |" in table and "| sklearn-wine |" in table
+    # the reported ls fits are its chosen point's confirm fits: the report says the same
+    pooled = pool_results([one])
+    report = json.loads((one / "config.json").read_text())
+    assert pooled.seeds == report["confirm_seeds"] == [1, 2]
+    assert len(pooled.values[("ls", "sklearn-iris")]["clean"]["raw"]["nll"]) == 2
+
+
+def test_compare_pools_folders_and_counts_a_key_once(folders, capsys):
+    one, two = folders
+    assert main(["compare", str(one)]) == 0
+    alone = capsys.readouterr().out
+    assert main(["compare", str(one), str(one)]) == 0
+    assert capsys.readouterr().out == alone  # the same fits twice count once
+    assert main(["compare", str(one), str(two), "--confirm-seeds", "2"]) == 0
+    pooled = capsys.readouterr().out
+    assert pooled.startswith("# Paired comparisons, confirm seeds [2], 2 datasets\n")
+    assert re.search(r"\| mdca \| ts \| \d/2 \|", pooled)
+    assert "| dataset | ce | ls | mdca |" in pooled
+
+
+def test_compare_errors(folders, capsys):
+    one, _ = folders
+    assert main(["compare", str(one), "--plot", "x.png", "--plot-methods", "nope"]) == 2
+    assert capsys.readouterr().err == (
+        "nescal-bench: error: --plot-methods: no records of ['nope']; methods are ['ce', 'ls']\n"
+    )
+    assert main(["compare", str(one / "records")]) == 2
+    assert "No config.json in results directory" in capsys.readouterr().err
+
+
+def test_compare_report_and_validate_import_neither_torch_nor_skorch(folders, tmp_path):
+    one, _ = folders
+    config = tmp_path / "sklearn_only.json"
+    methods = [{"estimator": "sklearn.linear_model.LogisticRegression", "params": {"C": 2.0}}]
+    config.write_text(json.dumps({**CONFIG, "methods": methods}))
+    code = (
+        "import sys\n"
+        "from nescal_sklearn.cli import main\n"
+        f"assert main(['compare', {str(one)!r}]) == 0\n"
+        f"assert main(['report', {str(one)!r}]) == 0\n"
+        f"assert main(['validate', {str(config)!r}]) == 0\n"
+        "print(sorted(m for m in ('torch', 'skorch') if m in sys.modules), file=sys.stderr)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stderr.splitlines()[-1] == "[]"
+    assert Path(one / "report.md").is_file()
