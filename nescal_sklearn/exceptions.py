@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-from sklearn.exceptions import NotFittedError as _SklearnNotFittedError
+from sklearn.exceptions import NotFittedError
 
 __all__ = ["NeSCalError", "NotFittedError", "PenaltyInactiveWarning"]
+
+# ``NotFittedError`` is scikit-learn's own class, re-exported: every estimator and
+# calibrator of nescal_sklearn raises it (through ``check_is_fitted``) when used before
+# ``fit``, so one ``except sklearn.exceptions.NotFittedError`` catches them all.
 
 
 class NeSCalError(Exception):
     """Base class of every error nescal_sklearn raises on its own account."""
-
-
-class NotFittedError(NeSCalError, _SklearnNotFittedError):
-    """Raised when a fitted attribute is needed before ``fit``.
-
-    Inherits from :class:`sklearn.exceptions.NotFittedError`, so code that catches
-    scikit-learn's error catches this one too.
-    """
 
 
 class PenaltyInactiveWarning(UserWarning):

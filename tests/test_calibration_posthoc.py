@@ -19,7 +19,7 @@ from _calibration_helpers import (
 from scipy.optimize import OptimizeResult
 from scipy.special import log_softmax, softmax
 from sklearn.calibration import CalibratedClassifierCV
-from sklearn.exceptions import ConvergenceWarning
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils.estimator_checks import parametrize_with_checks
@@ -59,6 +59,20 @@ def _ids(classes):
 
 
 # -- properties shared by every calibrator -----------------------------------------------
+
+
+@pytest.mark.parametrize("calibrator", CALIBRATORS, ids=_ids(CALIBRATORS))
+def test_not_fitted_raises_sklearns_error(calibrator):
+    message = (
+        f"This {calibrator.__name__} instance is not fitted yet. Call 'fit' with appropriate "
+        "arguments before using this estimator."
+    )
+    methods = ["predict_proba", "predict"]
+    if calibrator in WITH_DECISION_FUNCTION:
+        methods.append("decision_function")
+    for method in methods:
+        with pytest.raises(NotFittedError, match=f"^{re.escape(message)}$"):
+            getattr(calibrator(), method)(np.zeros((2, 3)))
 
 
 @pytest.mark.parametrize("calibrator", CALIBRATORS, ids=_ids(CALIBRATORS))

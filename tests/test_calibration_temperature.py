@@ -287,15 +287,18 @@ def test_pickle_round_trip(cv):
 # -- errors ------------------------------------------------------------------------------
 
 
-def test_not_fitted_error_is_both_ours_and_sklearns():
+def test_not_fitted_error_is_sklearns():
+    import nescal_sklearn
+
+    assert NotFittedError is SklearnNotFittedError
+    assert nescal_sklearn.NotFittedError is SklearnNotFittedError
     message = (
         "This CalibratedTemperature instance is not fitted yet. Call 'fit' with appropriate "
         "arguments before using this estimator."
     )
     for method in ("predict_proba", "predict", "decision_function"):
-        with pytest.raises(NotFittedError, match=re.escape(message)) as info:
+        with pytest.raises(SklearnNotFittedError, match=f"^{re.escape(message)}$"):
             getattr(CalibratedTemperature(), method)(np.zeros((2, 3)))
-        assert isinstance(info.value, SklearnNotFittedError)
 
 
 def test_error_class_with_a_single_sample():
@@ -329,6 +332,8 @@ def test_error_cv_with_frozen_estimator():
     )
     with pytest.raises(ValueError, match=re.escape(message)):
         CalibratedTemperature(FrozenEstimator(lr), cv=3).fit(X_cal, y_cal)
+    with pytest.raises(ValueError, match=re.escape(message)):  # a plain 3, not np.int64(3)
+        CalibratedTemperature(FrozenEstimator(lr), cv=np.int64(3)).fit(X_cal, y_cal)
 
 
 def test_error_label_unknown_to_frozen_estimator():
@@ -346,7 +351,7 @@ def test_error_unfitted_frozen_estimator():
         "The LogisticRegression inside the FrozenEstimator is not fitted; fit it before "
         "freezing it, or pass it unfrozen to let CalibratedTemperature fit it."
     )
-    with pytest.raises(NotFittedError, match=re.escape(message)):
+    with pytest.raises(SklearnNotFittedError, match=f"^{re.escape(message)}$"):
         CalibratedTemperature(FrozenEstimator(LogisticRegression())).fit(X, y)
 
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -17,6 +15,8 @@ from nescal_sklearn.metrics import (
     ReliabilityCurve,
     brier_score_loss,
     classwise_calibration_error,
+    classwise_reliability_curves,
+    ece_from_curve,
     expected_calibration_error,
     log_loss,
     maximum_calibration_error,
@@ -164,15 +164,41 @@ def test_log_loss_and_brier_are_sklearn_functions():
     assert brier_score_loss(Y_TRUE, Y_PROBA) == pytest.approx(expected)
 
 
-def test_metrics_import_neither_torch_nor_matplotlib():
-    code = (
-        "import sys, nescal_sklearn.metrics; "
-        "print(sorted(m for m in ('torch', 'matplotlib') if m in sys.modules))"
+# That metrics imports neither torch nor matplotlib is checked in tests/test_layers.py.
+
+
+@pytest.mark.parametrize("strategy", ["uniform", "quantile"])
+@pytest.mark.parametrize("kind", ["top_label", 0, 2])
+def test_ece_from_curve_is_the_ece(strategy, kind):
+    rng = np.random.default_rng(3)
+    y_true = rng.integers(0, 3, size=200)
+    y_proba = _random_proba(rng, 200, 3)
+    weights = rng.uniform(0.1, 2.0, size=200)
+    params = {"n_bins": 7, "strategy": strategy, "sample_weight": weights}
+    curve = reliability_curve(y_true, y_proba, kind=kind, **params)
+    assert ece_from_curve(curve) == expected_calibration_error(y_true, y_proba, kind=kind, **params)
+
+
+@pytest.mark.parametrize("strategy", ["uniform", "quantile"])
+def test_classwise_reliability_curves(strategy):
+    rng = np.random.default_rng(4)
+    y_true = np.array(["b", "a", "c"])[rng.integers(0, 3, size=150)]
+    y_proba = _random_proba(rng, 150, 3)
+    labels = ["c", "a", "b"]  # column order, not sorted
+    curves = classwise_reliability_curves(
+        y_true, y_proba, n_bins=6, strategy=strategy, labels=labels
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    assert list(curves) == labels
+    for label, curve in curves.items():
+        one = reliability_curve(
+            y_true, y_proba, n_bins=6, strategy=strategy, labels=labels, kind=label
+        )
+        for field in ("confidence", "accuracy", "counts", "bin_edges"):
+            np.testing.assert_array_equal(getattr(curve, field), getattr(one, field))
+    mean = float(np.mean([ece_from_curve(curve) for curve in curves.values()]))
+    assert mean == classwise_calibration_error(
+        y_true, y_proba, n_bins=6, strategy=strategy, labels=labels
     )
-    assert result.stdout.strip() == "[]"
 
 
 # --------------------------------------------------------------------------- properties
@@ -355,14 +381,21 @@ def test_float32_rows_get_float32_tolerance():
 # --------------------------------------------------------------------------- errors
 
 
-@pytest.mark.parametrize("metric", [reliability_curve, *METRICS])
+@pytest.mark.parametrize("metric", [reliability_curve, classwise_reliability_curves, *METRICS])
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
         ({"n_bins": 0}, "n_bins must be an integer >= 1; got 0."),
+        ({"n_bins": np.int64(0)}, "n_bins must be an integer >= 1; got 0."),
         ({"n_bins": 2.5}, "n_bins must be an integer >= 1; got 2.5."),
+        ({"n_bins": np.float64(2.5)}, "n_bins must be an integer >= 1; got 2.5."),
         ({"n_bins": True}, "n_bins must be an integer >= 1; got True."),
+        ({"n_bins": np.bool_(True)}, "n_bins must be an integer >= 1; got True."),
         ({"strategy": "kmeans"}, "strategy must be 'uniform' or 'quantile'; got 'kmeans'."),
+        (
+            {"strategy": np.str_("kmeans")},
+            "strategy must be 'uniform' or 'quantile'; got 'kmeans'.",
+        ),
         (
             {"sample_weight": [1.0, 2.0]},
             "sample_weight must be 1-D of length 4 (one weight per sample); got shape (2,).",
@@ -407,7 +440,7 @@ def test_argument_errors(metric, kwargs, message):
         metric(Y_TRUE, Y_PROBA, **kwargs)
 
 
-@pytest.mark.parametrize("metric", [reliability_curve, *METRICS])
+@pytest.mark.parametrize("metric", [reliability_curve, classwise_reliability_curves, *METRICS])
 @pytest.mark.parametrize(
     ("y_true", "y_proba", "message"),
     [
@@ -491,3 +524,7 @@ def test_kind_error(metric):
         metric(Y_TRUE, Y_PROBA, kind="toplabel")
     with _raises("kind must be 'top_label' or one of the classes [0, 1, 2]; got 3."):
         metric(Y_TRUE, Y_PROBA, kind=3)
+    with _raises("kind must be 'top_label' or one of the classes [0, 1, 2]; got 3."):
+        metric(Y_TRUE, Y_PROBA, kind=np.int64(3))
+    with _raises("kind must be 'top_label' or one of the classes [0, 1, 2]; got 'a'."):
+        metric(Y_TRUE, Y_PROBA, kind=np.str_("a"))

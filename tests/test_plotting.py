@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pickle
 import re
 import subprocess
 import sys
+from collections.abc import MutableMapping, MutableSequence, MutableSet
 
 import numpy as np
 import pytest
@@ -110,6 +112,46 @@ def test_overlay_two_models_on_one_ax(iris_models, tmp_path):
     path = tmp_path / "reliability.png"
     first.figure_.savefig(path)
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_panels_sharing_x_keep_one_histogram_each(iris_models):
+    # Axes of one grid share their x-axis with each other; each panel still gets its own
+    # histogram axes, shared only by the displays overlaid on that panel.
+    X, y, lr, nb = iris_models
+    fig, axes = plt.subplots(1, 3, sharex=True, sharey=True)
+    first = plot_classwise_reliability(y, lr.predict_proba(X), axes=axes, name="LR")
+    second = plot_classwise_reliability(y, nb.predict_proba(X), axes=axes, name="NB")
+    assert len(fig.axes) == 6
+    assert len({d.hist_ax_ for d in first}) == 3
+    assert [a.hist_ax_ for a in first] == [b.hist_ax_ for b in second]
+    assert all(len(d.hist_ax_.patches) == 4 for d in first)
+
+
+def test_histogram_axes_removed_by_the_user_are_drawn_anew(iris_models):
+    X, y, lr, nb = iris_models
+    first = ReliabilityDisplay.from_estimator(lr, X, y)
+    first.figure_.delaxes(first.hist_ax_)
+    second = ReliabilityDisplay.from_estimator(nb, X, y, ax=first.ax_)
+    assert second.hist_ax_ is not first.hist_ax_
+    assert second.hist_ax_ in first.figure_.axes
+    assert len(first.figure_.axes) == 2
+
+
+def test_displays_keep_no_module_state_and_figures_pickle(iris_models):
+    from nescal_sklearn.plotting import _reliability
+
+    mutable = {
+        name
+        for name, value in vars(_reliability).items()
+        if not name.startswith("__")
+        and isinstance(value, MutableMapping | MutableSequence | MutableSet)
+    }
+    assert mutable == set()
+    X, y, lr, nb = iris_models
+    first = ReliabilityDisplay.from_estimator(lr, X, y)
+    ReliabilityDisplay.from_estimator(nb, X, y, ax=first.ax_)
+    restored = pickle.loads(pickle.dumps(first.figure_))
+    assert len(restored.axes) == 2
 
 
 def test_without_histogram(iris_models):

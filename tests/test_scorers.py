@@ -7,11 +7,14 @@ import re
 
 import numpy as np
 import pytest
+import sklearn
 import sklearn.metrics
 from sklearn.base import clone
 from sklearn.datasets import load_breast_cancer, load_iris
-from sklearn.linear_model import LogisticRegression
+from sklearn.linear_model import LinearRegression, LogisticRegression
+from sklearn.metrics import check_scoring
 from sklearn.model_selection import GridSearchCV, KFold, StratifiedKFold, cross_validate
+from sklearn.naive_bayes import GaussianNB
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
@@ -22,6 +25,7 @@ from nescal_sklearn.metrics import (
     maximum_calibration_error,
 )
 from nescal_sklearn.scorers import (
+    CalibrationScorer,
     get_scorer,
     get_scorer_names,
     neg_classwise_calibration_error,
@@ -148,10 +152,7 @@ def test_get_scorer_returns_a_copy_of_ours(iris, name):
     assert scorer is not OURS[name][0]
     model = _model().fit(X, y)
     assert scorer(model, X, y) == pytest.approx(OURS[name][0](model, X, y))
-    assert repr(scorer) == (
-        f"make_scorer({OURS[name][1].__name__}, greater_is_better=False, "
-        "response_method='predict_proba')"
-    )
+    assert repr(scorer) == f"CalibrationScorer({OURS[name][1].__name__})"
 
 
 def test_get_scorer_falls_back_to_sklearn():
@@ -182,3 +183,115 @@ def test_scorers_pickle(iris):
     for scorer, _ in OURS.values():
         restored = pickle.loads(pickle.dumps(scorer))
         assert restored(model, X, y) == pytest.approx(scorer(model, X, y))
+
+
+def test_get_scorer_unknown_numpy_string_name_prints_plainly():
+    with pytest.raises(ValueError, match=f"^{re.escape(repr('neg_ece'))} is not a valid"):
+        get_scorer(np.str_("neg_ece"))
+
+
+def test_scorers_are_our_own_class_not_sklearns():
+    for scorer, metric in OURS.values():
+        assert type(scorer) is CalibrationScorer
+        assert scorer.metric is metric and scorer.metric_params == {}
+        assert all(not cls.__module__.startswith("sklearn") for cls in type(scorer).__mro__)
+
+
+def test_check_scoring_accepts_ours_alone_and_in_a_dict(iris):
+    X, y = iris
+    model = _model().fit(X, y)
+    assert check_scoring(model, scoring=neg_expected_calibration_error) is (
+        neg_expected_calibration_error
+    )
+    multi = check_scoring(model, scoring={"ece": neg_expected_calibration_error, "acc": "accuracy"})
+    scores = multi(model, X, y)
+    assert scores["ece"] == -expected_calibration_error(y, model.predict_proba(X))
+
+
+def test_multimetric_sample_weight_without_routing(iris):
+    # scikit-learn's multi-metric scorer passes sample_weight on to the scorers that
+    # take it (without metadata routing), as permutation_importance does.
+    X, y = iris
+    model = _model().fit(X, y)
+    weights = np.random.default_rng(1).uniform(0.1, 2.0, size=y.shape[0])
+    multi = check_scoring(model, scoring={"ece": neg_expected_calibration_error, "acc": "accuracy"})
+    scores = multi(model, X, y, sample_weight=weights)
+    by_hand = -expected_calibration_error(y, model.predict_proba(X), sample_weight=weights)
+    assert scores["ece"] == by_hand
+
+
+def test_score_equals_the_metric_of_predict_proba_exactly(breast_cancer):
+    # GaussianNB's binary rows do not sum to exactly 1; the scorer scores the two
+    # columns predict_proba returns, as a call of the metric by hand does.
+    X, y = breast_cancer
+    model = GaussianNB().fit(X, y)
+    proba = model.predict_proba(X)
+    for scorer, metric in OURS.values():
+        assert scorer(model, X, y) == -metric(y, proba, labels=model.classes_)
+
+
+def test_calibration_scorer_with_metric_params(iris):
+    X, y = iris
+    model = _model().fit(X, y)
+    scorer = CalibrationScorer(expected_calibration_error, n_bins=5, strategy="quantile")
+    assert (
+        repr(scorer)
+        == "CalibrationScorer(expected_calibration_error, n_bins=5, strategy='quantile')"
+    )
+    by_hand = -expected_calibration_error(y, model.predict_proba(X), n_bins=5, strategy="quantile")
+    assert scorer(model, X, y) == by_hand
+    assert CalibrationScorer(log_loss)(model, X, y) == pytest.approx(
+        -log_loss(y, model.predict_proba(X))
+    )
+
+
+def test_multimetric_grid_search_refits_on_ours(iris):
+    X, y = iris
+    scoring = {"ece": neg_expected_calibration_error, "nll": "neg_log_loss"}
+    search = GridSearchCV(
+        _model(), {"logisticregression__C": [0.01, 10.0]}, scoring=scoring, refit="ece", cv=3
+    ).fit(X, y)
+    best = int(np.argmax(search.cv_results_["mean_test_ece"]))
+    assert search.best_index_ == best
+    assert search.best_score_ == search.cv_results_["mean_test_ece"][best]
+
+
+def test_metadata_routing_of_sample_weight(iris):
+    X, y = iris
+    weights = np.random.default_rng(2).uniform(0.1, 2.0, size=y.shape[0])
+    cv = StratifiedKFold(3, shuffle=True, random_state=0)
+    with sklearn.config_context(enable_metadata_routing=True):
+        scorer = get_scorer("neg_expected_calibration_error").set_score_request(sample_weight=True)
+        model = LogisticRegression(max_iter=1000).set_fit_request(sample_weight=False)
+        result = cross_validate(
+            model,
+            X,
+            y,
+            cv=cv,
+            scoring={"ece": scorer},
+            params={"sample_weight": weights},
+            return_estimator=True,
+        )
+    for k, (_, test) in enumerate(cv.split(X, y)):
+        proba = result["estimator"][k].predict_proba(X[test])
+        by_hand = -expected_calibration_error(y[test], proba, sample_weight=weights[test])
+        assert result["test_ece"][k] == by_hand
+
+
+def test_set_score_request_needs_routing():
+    message = (
+        "This method is only available when metadata routing is enabled. You can enable "
+        "it using sklearn.set_config(enable_metadata_routing=True)."
+    )
+    with pytest.raises(RuntimeError, match=f"^{re.escape(message)}$"):
+        get_scorer("neg_expected_calibration_error").set_score_request(sample_weight=True)
+
+
+def test_estimator_without_predict_proba(iris):
+    X, y = iris
+    message = (
+        "CalibrationScorer(expected_calibration_error) needs an estimator with a "
+        "predict_proba method; got LinearRegression, which has none."
+    )
+    with pytest.raises(AttributeError, match=f"^{re.escape(message)}$"):
+        neg_expected_calibration_error(LinearRegression().fit(X, y), X, y)

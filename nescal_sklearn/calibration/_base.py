@@ -23,7 +23,7 @@ from numbers import Real
 import numpy as np
 from scipy.special import softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, _fit_context, clone
-from sklearn.exceptions import NotFittedError as _SklearnNotFittedError
+from sklearn.exceptions import NotFittedError
 from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import check_cv
@@ -39,8 +39,6 @@ from sklearn.utils.validation import (
     has_fit_parameter,
     validate_data,
 )
-
-from ..exceptions import NotFittedError
 
 __all__ = ["PostHocCalibrator"]
 
@@ -145,6 +143,11 @@ class _CalibratedClassifier:
             f"calibrator={type(self.calibrator).__name__}, "
             f"response_method={self.response_method!r})"
         )
+
+
+def _plain(value):
+    """``value`` with a numpy scalar turned into its Python equivalent, for messages."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _encode_labels(y: np.ndarray, classes: np.ndarray) -> np.ndarray:
@@ -272,12 +275,12 @@ class PostHocCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     def _fit_frozen(self, estimator, X, y, sample_weight) -> list[_CalibratedClassifier]:
         if self.cv is not None:
             raise ValueError(
-                f"cv={self.cv!r} cannot be used with a FrozenEstimator: a frozen estimator "
-                "is never refitted, so all of X, y calibrate it. Pass cv=None."
+                f"cv={_plain(self.cv)!r} cannot be used with a FrozenEstimator: a frozen "
+                "estimator is never refitted, so all of X, y calibrate it. Pass cv=None."
             )
         try:
             check_is_fitted(estimator)
-        except _SklearnNotFittedError:
+        except NotFittedError:
             raise NotFittedError(
                 f"The {type(estimator.estimator).__name__} inside the FrozenEstimator is not "
                 f"fitted; fit it before freezing it, or pass it unfrozen to let "
@@ -369,14 +372,8 @@ class PostHocCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
 
     # -- prediction --------------------------------------------------------------------
 
-    def _check_fitted(self) -> None:
-        try:
-            check_is_fitted(self)
-        except _SklearnNotFittedError as exc:
-            raise NotFittedError(str(exc)) from None
-
     def _validated_X(self, X):
-        self._check_fitted()
+        check_is_fitted(self)
         try:
             _num_features(X)
         except TypeError:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from .._compat.numba_cache import PYNNDESCENT_MODULES, enable_jit_cache
 from ._exact import exact_neighbours, sort_neighbours
-from ._jit_cache import PYNNDESCENT_MODULES, enable_jit_cache
 
 __all__ = ["approximate_neighbours", "import_pynndescent", "row_similarities"]
 

@@ -75,7 +75,7 @@ def build_knn_graph(
     * ``"approximate"``: pynndescent's NN-descent graph (built with ``k + 1``
       neighbours, self dropped). Its numba functions compile on the first call
       in a process; nescal_sklearn caches what can be cached on disk (see
-      ``nescal_sklearn/graph/_jit_cache.py``) so later processes pay less.
+      ``nescal_sklearn/_compat/numba_cache.py``) so later processes pay less.
     * ``"auto"``: exact up to :data:`AUTO_EXACT_MAX_SAMPLES` rows (20,000),
       approximate above (exact, with a warning, if pynndescent is not installed).
 

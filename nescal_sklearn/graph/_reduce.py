@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 
-from ._jit_cache import PYNNDESCENT_MODULES, UMAP_MODULES, enable_jit_cache
+from .._compat.numba_cache import PYNNDESCENT_MODULES, UMAP_MODULES, enable_jit_cache
 
 __all__ = ["l2_normalise", "reduce_embeddings", "default_n_components"]
 

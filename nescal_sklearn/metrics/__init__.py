@@ -26,9 +26,10 @@ Examples
 
 from sklearn.metrics import brier_score_loss, log_loss
 
-from ._binning import ReliabilityCurve, reliability_curve
+from ._binning import ReliabilityCurve, classwise_reliability_curves, reliability_curve
 from ._calibration_error import (
     classwise_calibration_error,
+    ece_from_curve,
     expected_calibration_error,
     maximum_calibration_error,
 )
@@ -37,6 +38,8 @@ __all__ = [
     "ReliabilityCurve",
     "brier_score_loss",
     "classwise_calibration_error",
+    "classwise_reliability_curves",
+    "ece_from_curve",
     "expected_calibration_error",
     "log_loss",
     "maximum_calibration_error",

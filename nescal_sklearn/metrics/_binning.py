@@ -15,7 +15,7 @@ from ._validation import (
     resolve_kind,
 )
 
-__all__ = ["ReliabilityCurve", "reliability_curve"]
+__all__ = ["ReliabilityCurve", "classwise_reliability_curves", "reliability_curve"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -138,6 +138,73 @@ def reliability_curve(
         y_true, y_proba, labels=labels, sample_weight=sample_weight
     )
     return curve_from_checked(checked, resolve_kind(kind, checked.labels), n_bins, strategy)
+
+
+def classwise_reliability_curves(
+    y_true: Any,
+    y_proba: Any,
+    *,
+    n_bins: int = 15,
+    strategy: str = "uniform",
+    labels: Any = None,
+    sample_weight: Any = None,
+) -> dict[Any, ReliabilityCurve]:
+    """One one-vs-rest reliability curve per class, inputs validated once.
+
+    The curve of class ``c`` is ``reliability_curve(..., kind=c)``: that class's
+    predicted probability binned against whether the row belongs to it. The mean of
+    their expected calibration errors is :func:`classwise_calibration_error`.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        True class of each row (integers, strings, ...).
+    y_proba : array-like of shape (n_samples,), (n_samples, 1) or (n_samples, n_classes)
+        Predicted probabilities, columns in the order of ``labels``; a 1-D array is
+        the probability of the second class of a binary problem.
+    n_bins : int, default=15
+        Number of bins.
+    strategy : {"uniform", "quantile"}, default="uniform"
+        Equal-width bins on [0, 1], or bins holding equal weight.
+    labels : array-like of shape (n_classes,), default=None
+        The class of each column of ``y_proba``; defaults to the sorted unique
+        values of ``y_true`` and is required when ``y_true`` lacks a class.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Non-negative weight of each row.
+
+    Returns
+    -------
+    curves : dict of class label to ReliabilityCurve
+        One entry per column of ``y_proba``, in column order; the keys are the
+        labels as Python scalars (``labels.tolist()``).
+
+    See Also
+    --------
+    reliability_curve : The curve of one class, or of the top label.
+    classwise_calibration_error : Mean ECE of these curves.
+
+    Examples
+    --------
+    >>> from nescal_sklearn.metrics import classwise_reliability_curves, ece_from_curve
+    >>> y_true = [0, 1, 1, 2]
+    >>> y_proba = [[0.8, 0.1, 0.1], [0.3, 0.6, 0.1], [0.6, 0.3, 0.1], [0.1, 0.1, 0.8]]
+    >>> curves = classwise_reliability_curves(y_true, y_proba, n_bins=5)
+    >>> list(curves)
+    [0, 1, 2]
+    >>> curves[2].counts
+    array([3., 0., 0., 1., 0.])
+    >>> [round(ece_from_curve(curve), 6) for curve in curves.values()]
+    [0.3, 0.325, 0.125]
+    """
+    n_bins = check_n_bins(n_bins)
+    strategy = check_strategy(strategy)
+    checked = check_classification_proba(
+        y_true, y_proba, labels=labels, sample_weight=sample_weight
+    )
+    return {
+        label: curve_from_checked(checked, column, n_bins, strategy)
+        for column, label in enumerate(checked.labels.tolist())
+    }
 
 
 def curve_from_checked(

@@ -6,23 +6,48 @@ from typing import Any
 
 import numpy as np
 
-from ._binning import ReliabilityCurve, curve_from_checked
-from ._validation import (
-    check_classification_proba,
-    check_n_bins,
-    check_strategy,
-    resolve_kind,
-)
+from ._binning import ReliabilityCurve, classwise_reliability_curves, reliability_curve
 
 __all__ = [
     "classwise_calibration_error",
+    "ece_from_curve",
     "expected_calibration_error",
     "maximum_calibration_error",
 ]
 
 
-def ece_of_curve(curve: ReliabilityCurve) -> float:
-    """Weighted mean ``|accuracy - confidence|`` over the non-empty bins of ``curve``."""
+def ece_from_curve(curve: ReliabilityCurve) -> float:
+    """Expected calibration error of a reliability curve.
+
+    ``sum_b (counts_b / W) * |accuracy_b - confidence_b|`` over the non-empty bins of
+    ``curve``, ``W`` being the total count: what :func:`expected_calibration_error`
+    returns for the inputs the curve was binned from. Useful when the curve is
+    needed anyway (to plot it, or to store it), so the data are binned once.
+
+    Parameters
+    ----------
+    curve : ReliabilityCurve
+        As returned by :func:`reliability_curve` or
+        :func:`classwise_reliability_curves`; it needs at least one non-empty bin.
+
+    Returns
+    -------
+    ece : float
+        In [0, 1].
+
+    See Also
+    --------
+    expected_calibration_error : The same number, from labels and probabilities.
+
+    Examples
+    --------
+    >>> from nescal_sklearn.metrics import ece_from_curve, reliability_curve
+    >>> y_true = [0, 1, 1, 2]
+    >>> y_proba = [[0.8, 0.1, 0.1], [0.3, 0.6, 0.1], [0.6, 0.3, 0.1], [0.1, 0.1, 0.8]]
+    >>> curve = reliability_curve(y_true, y_proba, n_bins=5)
+    >>> round(ece_from_curve(curve), 6)  # 0.5 * |0.5 - 0.6| + 0.5 * |1.0 - 0.8|
+    0.15
+    """
     nonempty = curve.counts > 0
     gaps = np.abs(curve.accuracy[nonempty] - curve.confidence[nonempty])
     return float(np.sum(curve.counts[nonempty] * gaps) / np.sum(curve.counts[nonempty]))
@@ -31,15 +56,6 @@ def ece_of_curve(curve: ReliabilityCurve) -> float:
 def _mce_of_curve(curve: ReliabilityCurve) -> float:
     nonempty = curve.counts > 0
     return float(np.max(np.abs(curve.accuracy[nonempty] - curve.confidence[nonempty])))
-
-
-def _curve(y_true, y_proba, n_bins, strategy, labels, sample_weight, kind) -> ReliabilityCurve:
-    n_bins = check_n_bins(n_bins)
-    strategy = check_strategy(strategy)
-    checked = check_classification_proba(
-        y_true, y_proba, labels=labels, sample_weight=sample_weight
-    )
-    return curve_from_checked(checked, resolve_kind(kind, checked.labels), n_bins, strategy)
 
 
 def expected_calibration_error(
@@ -98,8 +114,16 @@ def expected_calibration_error(
     >>> round(expected_calibration_error(y_true, y_proba, n_bins=5), 6)
     0.15
     """
-    curve = _curve(y_true, y_proba, n_bins, strategy, labels, sample_weight, kind)
-    return ece_of_curve(curve)
+    curve = reliability_curve(
+        y_true,
+        y_proba,
+        n_bins=n_bins,
+        strategy=strategy,
+        labels=labels,
+        sample_weight=sample_weight,
+        kind=kind,
+    )
+    return ece_from_curve(curve)
 
 
 def maximum_calibration_error(
@@ -153,7 +177,15 @@ def maximum_calibration_error(
     >>> round(maximum_calibration_error(y_true, y_proba, n_bins=5), 6)
     0.2
     """
-    curve = _curve(y_true, y_proba, n_bins, strategy, labels, sample_weight, kind)
+    curve = reliability_curve(
+        y_true,
+        y_proba,
+        n_bins=n_bins,
+        strategy=strategy,
+        labels=labels,
+        sample_weight=sample_weight,
+        kind=kind,
+    )
     return _mce_of_curve(curve)
 
 
@@ -208,13 +240,12 @@ def classwise_calibration_error(
     >>> round(classwise_calibration_error(y_true, y_proba, n_bins=5), 6)
     0.25
     """
-    n_bins = check_n_bins(n_bins)
-    strategy = check_strategy(strategy)
-    checked = check_classification_proba(
-        y_true, y_proba, labels=labels, sample_weight=sample_weight
+    curves = classwise_reliability_curves(
+        y_true,
+        y_proba,
+        n_bins=n_bins,
+        strategy=strategy,
+        labels=labels,
+        sample_weight=sample_weight,
     )
-    errors = [
-        ece_of_curve(curve_from_checked(checked, column, n_bins, strategy))
-        for column in range(checked.labels.shape[0])
-    ]
-    return float(np.mean(errors))
+    return float(np.mean([ece_from_curve(curve) for curve in curves.values()]))

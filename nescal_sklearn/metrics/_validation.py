@@ -1,4 +1,4 @@
-"""Input checks shared by every calibration metric, the scorers and the plot."""
+"""Input checks shared by every calibration metric (private to the metrics room)."""
 
 from __future__ import annotations
 
@@ -23,6 +23,14 @@ class CheckedProba(NamedTuple):
     sample_weight: np.ndarray  # (n,) float64, non-negative, positive sum
 
 
+def plain(value: Any) -> Any:
+    """``value`` with a numpy scalar turned into its Python equivalent, for messages.
+
+    So that ``{value!r}`` reads ``2``, ``0.5`` or ``'a'``, not ``np.int64(2)``.
+    """
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def check_n_bins(n_bins: Any) -> int:
     """Return ``n_bins`` as an int, or raise if it is not an integer >= 1."""
     if (
@@ -30,14 +38,14 @@ def check_n_bins(n_bins: Any) -> int:
         or not isinstance(n_bins, numbers.Integral)
         or n_bins < 1
     ):
-        raise ValueError(f"n_bins must be an integer >= 1; got {n_bins!r}.")
+        raise ValueError(f"n_bins must be an integer >= 1; got {plain(n_bins)!r}.")
     return int(n_bins)
 
 
 def check_strategy(strategy: Any) -> str:
     """Return ``strategy`` or raise if it is not one of :data:`STRATEGIES`."""
     if not isinstance(strategy, str) or strategy not in STRATEGIES:
-        raise ValueError(f"strategy must be 'uniform' or 'quantile'; got {strategy!r}.")
+        raise ValueError(f"strategy must be 'uniform' or 'quantile'; got {plain(strategy)!r}.")
     return strategy
 
 
@@ -49,7 +57,7 @@ def resolve_kind(kind: Any, labels: np.ndarray) -> int | None:
         if bool(label == kind):
             return index
     raise ValueError(
-        f"kind must be 'top_label' or one of the classes {labels.tolist()}; got {kind!r}."
+        f"kind must be 'top_label' or one of the classes {labels.tolist()}; got {plain(kind)!r}."
     )
 
 

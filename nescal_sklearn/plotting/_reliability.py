@@ -2,26 +2,26 @@
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from ..metrics._binning import curve_from_checked
-from ..metrics._calibration_error import ece_of_curve
-from ..metrics._validation import (
-    check_classification_proba,
-    check_n_bins,
-    check_strategy,
-    resolve_kind,
+from ..metrics import (
+    ReliabilityCurve,
+    classwise_reliability_curves,
+    ece_from_curve,
+    reliability_curve,
 )
 
 __all__ = ["ReliabilityDisplay", "plot_classwise_reliability"]
 
 _REF_LINE_LABEL = "Perfectly calibrated"
-# Main axes -> the bin-count axes drawn below it, so overlaid displays share one.
-_HISTOGRAM_AXES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_HISTOGRAM_LABEL = "reliability histogram"
+# Name of the attribute that links a main Axes to the bin-count Axes drawn below it, so
+# that displays overlaid on one Axes share one histogram. The link lives on the Axes
+# (and goes away with its figure), not in this module.
+_HISTOGRAM_AXES_ATTR = "_nescal_reliability_histogram_axes"
 
 
 class ReliabilityDisplay:
@@ -251,22 +251,30 @@ class ReliabilityDisplay:
         >>> display.line_.get_xydata().tolist()
         [[0.6, 0.5], [0.8, 1.0]]
         """
-        n_bins = check_n_bins(n_bins)
-        strategy = check_strategy(strategy)
-        checked = check_classification_proba(
-            y_true, y_proba, labels=labels, sample_weight=sample_weight
+        curve = reliability_curve(
+            y_true,
+            y_proba,
+            n_bins=n_bins,
+            strategy=strategy,
+            labels=labels,
+            sample_weight=sample_weight,
+            kind=kind,
         )
-        curve = curve_from_checked(checked, resolve_kind(kind, checked.labels), n_bins, strategy)
-        display = cls(
+        display = cls._from_curve(curve, name=name, kind=kind)
+        return display.plot(ax=ax, show_histogram=show_histogram, ref_line=ref_line, **kwargs)
+
+    @classmethod
+    def _from_curve(cls, curve: ReliabilityCurve, *, name: str | None, kind: Any):
+        """An unplotted display of ``curve``, its ECE in the legend."""
+        return cls(
             confidence=curve.confidence,
             accuracy=curve.accuracy,
             counts=curve.counts,
             bin_edges=curve.bin_edges,
-            ece=ece_of_curve(curve),
+            ece=ece_from_curve(curve),
             estimator_name=name,
             kind=kind,
         )
-        return display.plot(ax=ax, show_histogram=show_histogram, ref_line=ref_line, **kwargs)
 
     @classmethod
     def from_estimator(
@@ -413,35 +421,26 @@ def plot_classwise_reliability(
     >>> [round(d.ece, 6) for d in displays]
     [0.3, 0.325, 0.125]
     """
-    classes = check_classification_proba(
-        y_true, y_proba, labels=labels, sample_weight=sample_weight
-    ).labels
+    curves = classwise_reliability_curves(
+        y_true,
+        y_proba,
+        n_bins=n_bins,
+        strategy=strategy,
+        labels=labels,
+        sample_weight=sample_weight,
+    )
+    n_classes = len(curves)
     if axes is None:
         import matplotlib.pyplot as plt
 
-        _, axes = plt.subplots(
-            1, classes.shape[0], figsize=(4.0 * classes.shape[0], 5.0), squeeze=False
-        )
+        _, axes = plt.subplots(1, n_classes, figsize=(4.0 * n_classes, 5.0), squeeze=False)
     axes = np.ravel(np.asarray(axes, dtype=object))
-    if axes.shape[0] != classes.shape[0]:
-        raise ValueError(
-            f"axes must hold one Axes per class ({classes.shape[0]}); got {axes.shape[0]}."
-        )
+    if axes.shape[0] != n_classes:
+        raise ValueError(f"axes must hold one Axes per class ({n_classes}); got {axes.shape[0]}.")
     displays = []
-    for label, ax in zip(classes.tolist(), axes, strict=True):
-        display = ReliabilityDisplay.from_predictions(
-            y_true,
-            y_proba,
-            n_bins=n_bins,
-            strategy=strategy,
-            labels=classes,
-            kind=label,
-            sample_weight=sample_weight,
-            name=name,
-            ax=ax,
-            show_histogram=show_histogram,
-            ref_line=ref_line,
-            **kwargs,
+    for (label, curve), ax in zip(curves.items(), axes, strict=True):
+        display = ReliabilityDisplay._from_curve(curve, name=name, kind=label).plot(
+            ax=ax, show_histogram=show_histogram, ref_line=ref_line, **kwargs
         )
         ax.set_title(f"Class {label} vs rest")
         displays.append(display)
@@ -463,12 +462,12 @@ def _axis_labels(kind: Any) -> tuple[str, str]:
 
 def _histogram_axes(ax: Any) -> Any:
     """The bin-count axes below ``ax``, created on first use and shared afterwards."""
-    hist_ax = _HISTOGRAM_AXES.get(ax)
+    hist_ax = getattr(ax, _HISTOGRAM_AXES_ATTR, None)
     if hist_ax is not None and hist_ax in ax.figure.axes:
         return hist_ax
     from mpl_toolkits.axes_grid1 import make_axes_locatable
 
     hist_ax = make_axes_locatable(ax).append_axes("bottom", size="28%", pad=0.1, sharex=ax)
-    hist_ax.set_label("reliability histogram")
-    _HISTOGRAM_AXES[ax] = hist_ax
+    hist_ax.set_label(_HISTOGRAM_LABEL)
+    setattr(ax, _HISTOGRAM_AXES_ATTR, hist_ax)
     return hist_ax

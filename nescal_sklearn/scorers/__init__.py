@@ -1,9 +1,10 @@
 """scikit-learn scorers for calibration: negated ECE, classwise ECE and MCE.
 
-Each is built with ``sklearn.metrics.make_scorer(..., greater_is_better=False,
-response_method="predict_proba")`` and passes the fitted estimator's ``classes_``
-as ``labels``, so a cross-validation fold that lacks a class is still scored. Use
-the objects directly as ``scoring=``, or their names through :func:`get_scorer`.
+Each is a :class:`CalibrationScorer`: it calls ``estimator.predict_proba`` and returns
+minus the metric, passing the fitted estimator's ``classes_`` as ``labels``, so a
+cross-validation fold that lacks a class is still scored. Use the objects directly as
+``scoring=`` (alone or in a dict of scorers), their names through :func:`get_scorer`,
+or build one over another metric or binning with :class:`CalibrationScorer`.
 
 Examples
 --------
@@ -21,6 +22,7 @@ True
 """
 
 from ._scorers import (
+    CalibrationScorer,
     get_scorer,
     get_scorer_names,
     neg_classwise_calibration_error,
@@ -29,6 +31,7 @@ from ._scorers import (
 )
 
 __all__ = [
+    "CalibrationScorer",
     "get_scorer",
     "get_scorer_names",
     "neg_classwise_calibration_error",

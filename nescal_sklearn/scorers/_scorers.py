@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import copy
+import inspect
 from collections.abc import Callable
 from types import MappingProxyType
 from typing import Any
 
+from sklearn import get_config
 from sklearn.metrics import get_scorer as _sklearn_get_scorer
 from sklearn.metrics import get_scorer_names as _sklearn_get_scorer_names
-from sklearn.metrics import log_loss, make_scorer
+from sklearn.utils.metadata_routing import UNCHANGED, MetadataRequest
 
 from ..metrics import (
     classwise_calibration_error,
@@ -18,6 +20,7 @@ from ..metrics import (
 )
 
 __all__ = [
+    "CalibrationScorer",
     "get_scorer",
     "get_scorer_names",
     "neg_classwise_calibration_error",
@@ -25,42 +28,160 @@ __all__ = [
     "neg_maximum_calibration_error",
 ]
 
-# The class ``make_scorer`` returns for a ``response_method`` scorer (sklearn's private
-# ``_Scorer``); found through the public function rather than imported by name.
-_MakeScorerType = type(make_scorer(log_loss, response_method="predict_proba"))
 
+class CalibrationScorer:
+    """Scorer: minus a calibration metric of ``estimator.predict_proba(X)``.
 
-class _ClassAwareProbaScorer(_MakeScorerType):
-    """``make_scorer``'s scorer that also passes ``labels=estimator.classes_``.
+    Calling ``scorer(estimator, X, y_true, sample_weight=None)`` returns
+    ``-metric(y_true, estimator.predict_proba(X), labels=estimator.classes_,
+    sample_weight=sample_weight, **metric_params)``, so higher is better, as
+    scikit-learn's model selection expects. Passing ``labels=estimator.classes_``
+    keeps the columns of ``predict_proba`` lined up with the classes when a test fold
+    lacks a class. Usable wherever scikit-learn takes a scorer: ``scoring=`` of
+    ``GridSearchCV`` or ``cross_validate`` (alone or as a value of a dict of
+    scorers), with a ``Pipeline`` as the estimator.
 
-    A test fold that lacks a class then still lines up with the columns of
-    ``predict_proba``.
+    Parameters
+    ----------
+    metric : callable
+        ``metric(y_true, y_proba, *, labels=None, sample_weight=None, **metric_params)``
+        returning a float, lower is better, e.g.
+        :func:`nescal_sklearn.metrics.expected_calibration_error`.
+    **metric_params : dict
+        Further keyword arguments of ``metric`` (``n_bins``, ``strategy``, ...).
+        ``labels``, if given here, replaces ``estimator.classes_``.
+
+    See Also
+    --------
+    get_scorer : The ready-made scorers of this module by name.
+    sklearn.metrics.make_scorer : scikit-learn's general scorer factory.
+
+    Notes
+    -----
+    With metadata routing enabled (``sklearn.set_config(enable_metadata_routing=True)``),
+    request the sample weights with ``scorer.set_score_request(sample_weight=True)``
+    as for scikit-learn's scorers.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn.model_selection import cross_validate
+    >>> from nescal_sklearn.metrics import expected_calibration_error
+    >>> from nescal_sklearn.scorers import CalibrationScorer
+    >>> scorer = CalibrationScorer(expected_calibration_error, n_bins=10)
+    >>> scorer
+    CalibrationScorer(expected_calibration_error, n_bins=10)
+    >>> X, y = load_iris(return_X_y=True)
+    >>> model = LogisticRegression(max_iter=1000).fit(X, y)
+    >>> by_hand = -expected_calibration_error(y, model.predict_proba(X), n_bins=10)
+    >>> bool(scorer(model, X, y) == by_hand)
+    True
+    >>> scores = cross_validate(
+    ...     LogisticRegression(max_iter=1000), X, y, cv=3,
+    ...     scoring={"ece": scorer, "accuracy": "accuracy"},
+    ... )
+    >>> bool(all(scores["test_ece"] <= 0))
+    True
     """
 
-    def _score(self, method_caller, estimator, X, y_true, **kwargs):
+    def __init__(self, metric: Callable[..., float], **metric_params: Any) -> None:
+        self.metric = metric
+        self.metric_params = metric_params
+        self._sample_weight_request = None  # metadata routing: not requested
+
+    def __call__(self, estimator: Any, X: Any, y_true: Any, sample_weight: Any = None) -> float:
+        """Minus ``metric`` of ``estimator.predict_proba(X)`` against ``y_true``.
+
+        Parameters
+        ----------
+        estimator : fitted classifier
+            Needs ``predict_proba``; its ``classes_``, when present, become ``labels``.
+        X : array-like of shape (n_samples, n_features)
+            Rows to score, in whatever form ``estimator`` accepts.
+        y_true : array-like of shape (n_samples,)
+            True classes.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weight of each row, passed to ``metric``.
+
+        Returns
+        -------
+        score : float
+            ``-metric(...)``: at most 0 for an error metric, higher is better.
+        """
+        if not hasattr(estimator, "predict_proba"):
+            raise AttributeError(
+                f"{self!r} needs an estimator with a predict_proba method; "
+                f"got {type(estimator).__name__}, which has none."
+            )
+        params = dict(self.metric_params)
         classes = getattr(estimator, "classes_", None)
-        if classes is not None and "labels" not in kwargs and "labels" not in self._kwargs:
-            kwargs["labels"] = classes
-        return super()._score(method_caller, estimator, X, y_true, **kwargs)
+        if classes is not None:
+            params.setdefault("labels", classes)
+        if sample_weight is not None:
+            params["sample_weight"] = sample_weight
+        return -self.metric(y_true, estimator.predict_proba(X), **params)
 
+    def __repr__(self) -> str:
+        name = getattr(self.metric, "__name__", None) or repr(self.metric)
+        params = "".join(f", {key}={value!r}" for key, value in self.metric_params.items())
+        return f"{type(self).__name__}({name}{params})"
 
-def _make_calibration_scorer(metric: Callable[..., float]) -> Any:
-    scorer = make_scorer(metric, greater_is_better=False, response_method="predict_proba")
-    scorer.__class__ = _ClassAwareProbaScorer
-    scorer.__doc__ = (
-        f"Scorer returning minus :func:`nescal_sklearn.metrics.{metric.__name__}` of "
-        "``estimator.predict_proba(X)`` (default bins), with ``labels=estimator.classes_``; "
-        "call as ``scorer(estimator, X, y, sample_weight=None)``."
-    )
-    return scorer
+    # -- scikit-learn's scorer protocol for sample weights ------------------------------
+
+    def set_score_request(self, *, sample_weight: Any = UNCHANGED) -> CalibrationScorer:
+        """Request ``sample_weight`` under metadata routing, as scikit-learn's scorers do.
+
+        Parameters
+        ----------
+        sample_weight : bool, str or None, default=sklearn.utils.metadata_routing.UNCHANGED
+            ``True``: pass the routed ``sample_weight`` on; ``False``: do not; ``None``:
+            raise if one is routed (the default); a string: the alias to route.
+
+        Returns
+        -------
+        self : CalibrationScorer
+
+        Raises
+        ------
+        RuntimeError
+            If metadata routing is not enabled.
+        """
+        if not get_config()["enable_metadata_routing"]:
+            raise RuntimeError(
+                "This method is only available when metadata routing is enabled. You can "
+                "enable it using sklearn.set_config(enable_metadata_routing=True)."
+            )
+        if sample_weight is not UNCHANGED:
+            self._sample_weight_request = sample_weight
+        return self
+
+    def get_metadata_routing(self) -> MetadataRequest:
+        """The metadata this scorer requests: ``sample_weight`` as set by `set_score_request`.
+
+        Returns
+        -------
+        request : sklearn.utils.metadata_routing.MetadataRequest
+        """
+        request = MetadataRequest(owner=self)
+        request.score.add_request(param="sample_weight", alias=self._sample_weight_request)
+        return request
+
+    def _accept_sample_weight(self) -> bool:
+        # scikit-learn's multi-metric scorer asks every scorer this (without metadata
+        # routing) before passing ``sample_weight`` on.
+        try:
+            return "sample_weight" in inspect.signature(self.metric).parameters
+        except (TypeError, ValueError):  # no introspectable signature
+            return True
 
 
 #: Minus the top-label ECE (15 uniform bins) of ``predict_proba``; higher is better.
-neg_expected_calibration_error = _make_calibration_scorer(expected_calibration_error)
+neg_expected_calibration_error = CalibrationScorer(expected_calibration_error)
 #: Minus the classwise ECE (15 uniform bins) of ``predict_proba``; higher is better.
-neg_classwise_calibration_error = _make_calibration_scorer(classwise_calibration_error)
+neg_classwise_calibration_error = CalibrationScorer(classwise_calibration_error)
 #: Minus the top-label MCE (15 uniform bins) of ``predict_proba``; higher is better.
-neg_maximum_calibration_error = _make_calibration_scorer(maximum_calibration_error)
+neg_maximum_calibration_error = CalibrationScorer(maximum_calibration_error)
 
 _SCORERS = MappingProxyType(
     {
@@ -120,7 +241,7 @@ def get_scorer(scoring: str | Callable | None) -> Callable | None:
         if not isinstance(scoring, str):
             raise
         raise ValueError(
-            f"{scoring!r} is not a valid scoring value. Use one of nescal_sklearn's scorers "
+            f"{str(scoring)!r} is not a valid scoring value. Use one of nescal_sklearn's scorers "
             f"{sorted(_SCORERS)} or a name from sklearn.metrics.get_scorer_names()."
         ) from exc
 
