@@ -3,25 +3,39 @@
 Usage::
 
     nescal-bench run CONFIG [--dry-run] [--estimate-from RESULTS_DIR ...] [--jobs N]
-                            [--scheduler ADDRESS] [--resume]
+                            [--scheduler ADDRESS] [--resume] [--break-lock]
     nescal-bench report RESULTS_DIR
     nescal-bench validate CONFIG
     nescal-bench compare RESULTS_DIR... [--confirm-seeds S ...] [--references M ...]
                          [--best-of M ...] [--condition NAME] [--metric NAME]
                          [--plot PNG] [--plot-methods M ...]
 
-Exit status: 0 on success, 1 when some fits failed, 2 for a bad config or command,
-130 when interrupted (Ctrl-C).
-All the work is done by :mod:`nescal_sklearn.benchmark`; this module only parses
-arguments and prints. ``report``, ``compare`` and ``validate`` (for configs without
-``NeSCalClassifier`` methods, whose parameters the library checks) import neither
-torch nor skorch.
+Exit status:
+
+* 0 on success;
+* 1 when some fits failed (they are in ``OUTPUT/failures/`` and the report, and
+  ``--resume`` retries them);
+* 2 for a bad config or command line, an unusable output directory (a file, a NUL in
+  the path, no write permission, the data folder), an output directory that holds
+  records without ``--resume`` or is locked by another run, an unreachable
+  ``--scheduler``, an OpenML task that cannot be loaded, a comparison that cannot be
+  made; nothing is written then (``config.json`` included);
+* 130 when interrupted (Ctrl-C): every finished fit is recorded, the interrupted ones
+  are not, the worker processes are stopped, and ``--resume`` continues.
+
+Warnings (a record file that is not a valid record and was moved aside, confirm seeds
+shared with the search seeds, a stale lock taken over) are printed as
+``nescal-bench: warning: ...`` on stderr. All the work is done by
+:mod:`nescal_sklearn.benchmark`; this module only parses arguments and prints.
+``report``, ``compare`` and ``validate`` (for configs without ``NeSCalClassifier``
+methods, whose parameters the library checks) import neither torch nor skorch.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 
 __all__ = ["main"]
 
@@ -53,6 +67,12 @@ def _parser() -> argparse.ArgumentParser:
         "--scheduler", metavar="ADDRESS", help="dask.distributed scheduler, e.g. tcp://host:8786"
     )
     run.add_argument("--resume", action="store_true", help="skip fits already recorded")
+    run.add_argument(
+        "--break-lock",
+        action="store_true",
+        help="take over the output directory's lock left by a run on another host (a dead "
+        "run's lock on this host is taken over without it)",
+    )
 
     report = commands.add_parser("report", help="(re)write report.md and report.html")
     report.add_argument("results_dir", metavar="RESULTS_DIR", help="the 'output' of a run")
@@ -121,6 +141,19 @@ def _compare(args) -> int:
     return 0
 
 
+def _show_warnings(category: type[Warning]):
+    """A ``warnings.showwarning`` printing ``category`` as ``nescal-bench: warning: ...``."""
+    original = warnings.showwarning
+
+    def show(message, kind, filename, lineno, file=None, line=None):
+        if issubclass(kind, category):
+            print(f"nescal-bench: warning: {message}", file=sys.stderr)
+        else:
+            original(message, kind, filename, lineno, file, line)
+
+    return show
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``nescal-bench``; returns the exit status.
 
@@ -131,6 +164,15 @@ def main(argv: list[str] | None = None) -> int:
     2
     """
     args = _parser().parse_args(argv)
+    from .benchmark import BenchmarkWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("default", BenchmarkWarning)
+        warnings.showwarning = _show_warnings(BenchmarkWarning)
+        return _main(args)
+
+
+def _main(args) -> int:
     from .benchmark import (
         CompareError,
         ConfigError,
@@ -174,10 +216,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.estimate_from:
             raise ConfigError("--estimate-from", "only used with --dry-run")
         summary = run_benchmark(
-            config, jobs=args.jobs, scheduler=args.scheduler, resume=args.resume
+            config,
+            jobs=args.jobs,
+            scheduler=args.scheduler,
+            resume=args.resume,
+            break_lock=args.break_lock,
         )
     except (
-        CompareError, ConfigError, RunError, OpenMLUnavailableError, FileNotFoundError
+        CompareError, ConfigError, RunError, OpenMLUnavailableError, OSError
     ) as exc:  # fmt: skip
         print(f"nescal-bench: error: {exc}", file=sys.stderr)
         return 2

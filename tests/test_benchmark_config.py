@@ -12,6 +12,7 @@ import pytest
 
 from nescal_sklearn.benchmark import (
     ConfigError,
+    ConfigWarning,
     GaussianNoise,
     ImbalancedSource,
     LocalSource,
@@ -278,6 +279,12 @@ def test_local_dataset_names_are_checked_against_the_manifest(tmp_path):
         f"datasets[0].local: expected a dataset of '{tmp_path / 'manifest.json'}', one of "
         "['phoneme', 'wdbc'], got \"phonem\"",
     )
+    (tmp_path / "manifest.json").write_text(json.dumps([{"name": "ghost", "file": "g.parquet"}]))
+    check_error(
+        config_with(datasets=[{"local": "ghost"}], data_dir=str(tmp_path)),
+        f"datasets[0].local: the entry 'ghost' of '{tmp_path / 'manifest.json'}' names the file "
+        f"'{tmp_path / 'g.parquet'}', which does not exist",
+    )
     missing = tmp_path / "nowhere"
     check_error(
         config_with(datasets=[{"local": "phoneme"}], data_dir=str(missing)),
@@ -395,7 +402,7 @@ def test_defaults_names_and_roundtrip(tmp_path):
                     NESCAL_RANDOM,
                     {"estimator": "HistGradientBoostingClassifier", "params": {"max_iter": 10}},
                 ],
-                search_seeds=[0],
+                search_seeds=[1],
                 calibrators=["temperature"],
             )
         )
@@ -486,3 +493,178 @@ def test_saved_configs_are_read_without_the_librarys_checks():
         ),
     ):
         config.methods[0].build({}, config.budget, 0)
+
+
+WARMUP = (
+    "ends the warm-up at epoch {end}, after the last of max_epochs={epochs} ({where}): the "
+    "neighbour graph would never be built. Pass a shorter warmup, a fraction in [0, 1), or "
+    "more max_epochs."
+)
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        (
+            {"methods": [{"loss": "nescal", "params": {"warmup": 50}}],
+             "budget": {"max_epochs": 2}},
+            "methods[0].params.warmup: loss__warmup=50 "
+            + WARMUP.format(end=51, epochs=2, where="budget.max_epochs"),
+        ),
+        (
+            {"methods": [{"loss": "nescal", "params": {"loss__warmup": 3}}],
+             "budget": {"max_epochs": 3}},
+            "methods[0].params.loss__warmup: loss__warmup=3 "
+            + WARMUP.format(end=4, epochs=3, where="budget.max_epochs"),
+        ),
+        (
+            {"methods": [{"loss": "nescal", "grid": {"warmup": [1, 5]}}],
+             "search_seeds": [1], "budget": {"max_epochs": 4}},
+            "methods[0].grid.warmup[1]: loss__warmup=5 "
+            + WARMUP.format(end=6, epochs=4, where="budget.max_epochs"),
+        ),
+        (
+            {"methods": [{"loss": "nescal", "params": {"warmup": 5, "max_epochs": 5}}],
+             "budget": {"max_epochs": 30}},
+            "methods[0].params.warmup: loss__warmup=5 "
+            + WARMUP.format(end=6, epochs=5, where="methods[0].params.max_epochs"),
+        ),
+        (
+            {"methods": [{"loss": "nescal", "params": {"warmup": 500}}]},
+            "methods[0].params.warmup: loss__warmup=500 "
+            + WARMUP.format(end=501, epochs=100, where="the estimator's default"),
+        ),
+        (
+            {"methods": [{"loss": "ce", "params": {"hidden_sizes": [0]}}]},
+            "methods[0].params.hidden_sizes: hidden_sizes must be a sequence of ints >= 1 (the "
+            "width of each hidden layer; () for none); got [0].",
+        ),
+        (
+            {"methods": [{"loss": "ce", "grid": {"hidden_sizes": [[8], [8, 0]]}}],
+             "search_seeds": [1]},
+            "methods[0].grid.hidden_sizes[1]: hidden_sizes must be a sequence of ints >= 1 (the "
+            "width of each hidden layer; () for none); got [8, 0].",
+        ),
+        (
+            {"name": "a/../../b"},
+            "name: expected a name that keeps the default output folder 'results/<name>' inside "
+            "'results/' (or set 'output'), got \"a/../../b\"",
+        ),
+        (
+            {"name": "/tmp/b"},
+            "name: expected a name that keeps the default output folder 'results/<name>' inside "
+            "'results/' (or set 'output'), got \"/tmp/b\"",
+        ),
+        (
+            {"output": "results/a\u0000b"},
+            'output: expected a path without NUL characters, got "results/a\\u0000b"',
+        ),
+        (
+            {"data_dir": "data\u0000"},
+            'data_dir: expected a path without NUL characters, got "data\\u0000"',
+        ),
+    ],
+)  # fmt: skip
+def test_what_run_would_reject_fails_validation(changes, message):
+    check_error(config_with(**changes), message)
+
+
+def test_warm_ups_within_max_epochs_and_fractions_are_accepted():
+    validate_config(
+        config_with(
+            methods=[{"loss": "nescal", "grid": {"warmup": [0, 1, 0.99]}}],
+            search_seeds=[1],
+            budget={"max_epochs": 2},
+        )
+    )
+
+
+def test_unusable_output_directories(tmp_path):
+    taken = tmp_path / "taken.json"
+    taken.write_text("{}")
+    check_error(
+        config_with(output=str(taken)), f"output: {str(taken)!r} exists and is not a directory"
+    )
+    check_error(
+        config_with(output=str(taken / "results")),
+        f"output: {str(taken / 'results')!r} cannot be created: {str(taken)!r} is in its path, "
+        "and it is a file, not a directory",
+    )
+    (tmp_path / "manifest.json").write_text("[]")
+    check_error(
+        config_with(output=str(tmp_path / "." / ""), data_dir=str(tmp_path)),
+        f"output: expected a folder of its own, got the data_dir {str(tmp_path)!r} (the local "
+        "datasets' folder)",
+    )
+    # a saved run's configuration is read without these checks
+    validate_config(config_with(output=str(taken)), check_files=False, check_params=False)
+
+
+def test_duplicate_json_keys_are_errors(tmp_path):
+    path = tmp_path / "dup.json"
+    path.write_text(
+        '{"datasets": [{"sklearn": "iris"}], "methods": [{"loss": "ce"}], '
+        '"confirm_seeds": [1], "confirm_seeds": [5]}'
+    )
+    message = (
+        "confirm_seeds: given more than once in the same object; JSON keeps only the last "
+        "value, so give it once"
+    )
+    with pytest.raises(ConfigError, match=f"^{re.escape(message)}$"):
+        load_config(path)
+    path.write_text(
+        '{"datasets": [{"sklearn": "iris"}], "confirm_seeds": [1], "methods": '
+        '[{"loss": "ce"}, {"loss": "nescal", "params": {"weight": 1, "weight": 2}}]}'
+    )
+    message = message.replace("confirm_seeds", "methods[1].params.weight")
+    with pytest.raises(ConfigError, match=f"^{re.escape(message)}$"):
+        load_config(path)
+
+
+def test_confirm_seeds_shared_with_search_seeds_warn(tmp_path, capsys):
+    from nescal_sklearn.cli import main
+
+    data = config_with(
+        methods=[{"loss": "label_smoothing", "grid": {"epsilon": [0.05, 0.1]}}],
+        search_seeds=[0, 1],
+        confirm_seeds=[1, 2, 0],
+    )
+    message = (
+        "confirm_seeds: [1, 0] are also in search_seeds; a gridded method's confirm fit on "
+        "such a seed is its search fit at the chosen point, which biases the reported result "
+        "towards that point; keep confirm_seeds apart from search_seeds"
+    )
+    with pytest.warns(ConfigWarning, match=f"^{re.escape(message)}$"):
+        validate_config(data)
+    path = tmp_path / "shared.json"
+    path.write_text(json.dumps(data))
+    assert main(["validate", str(path)]) == 0
+    assert capsys.readouterr().err == f"nescal-bench: warning: {message}\n"
+    # without a grid the search seeds are not used: nothing to warn about
+    validate_config(config_with(search_seeds=[0]))
+
+
+def test_run_refuses_unusable_outputs_and_schedulers_before_writing(tmp_path, capsys, monkeypatch):
+    import nescal_sklearn.benchmark._runner as runner
+    from nescal_sklearn.cli import main
+
+    taken = tmp_path / "taken"
+    taken.write_text("")
+    path = tmp_path / "c.json"
+    for output, message in [
+        (str(taken), f"output: {str(taken)!r} exists and is not a directory"),
+        ("a\0b", 'output: expected a path without NUL characters, got "a\\u0000b"'),
+    ]:
+        path.write_text(json.dumps(config_with(output=output)))
+        assert main(["run", str(path)]) == 2
+        assert capsys.readouterr().err == f"nescal-bench: error: {message}\n"
+    pytest.importorskip("distributed")
+    monkeypatch.setattr(runner, "SCHEDULER_TIMEOUT", 0.5)
+    path.write_text(json.dumps(config_with(output=str(tmp_path / "out"))))
+    assert main(["run", str(path), "--scheduler", "tcp://127.0.0.1:1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(
+        "nescal-bench: error: --scheduler: cannot connect to the dask scheduler "
+        "'tcp://127.0.0.1:1' ("
+    )
+    assert not (tmp_path / "out").exists()  # no config.json, no folder

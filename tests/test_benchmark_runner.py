@@ -5,12 +5,7 @@ from __future__ import annotations
 import inspect
 import io
 import json
-import os
 import re
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -329,57 +324,6 @@ def test_failed_fits_are_reported_and_retried(tmp_path, capsys):
     assert "## Failed fits" in (tmp_path / "results" / "report.md").read_text()
     assert main(["run", str(path), "--resume"]) == 1  # retried, fails again
     assert "1 already recorded, 1 failed" in capsys.readouterr().err
-
-
-def test_kill_and_resume_loses_and_duplicates_nothing(tmp_path):
-    config_data = {
-        **TINY,
-        "datasets": [{"sklearn": "digits"}],
-        "methods": [{"loss": "ce"}],
-        "search_seeds": [],
-        "confirm_seeds": list(range(12)),
-        "budget": {"max_epochs": 3, "hidden_sizes": [16]},
-    }
-    path = write_config(tmp_path, config_data)
-    records = tmp_path / "results" / "records"
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "nescal_sklearn.cli", "run", str(path)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=env,
-        start_new_session=True,
-    )
-    try:
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline and process.poll() is None:
-            if records.is_dir() and len(list(records.glob("*.json"))) >= 3:
-                break
-            time.sleep(0.02)
-        os.killpg(process.pid, signal.SIGKILL)
-    finally:
-        process.wait(timeout=30)
-    before = {p.name: p.read_bytes() for p in records.glob("*.json")}
-    if len(before) == 12:
-        pytest.skip("the run finished before it could be killed")
-    assert 3 <= len(before) < 12
-
-    assert main(["run", str(path), "--resume"]) == 0
-    after = {p.name: p.read_bytes() for p in records.glob("*.json")}
-    plan = plan_run(load_config(path))
-    expected = {f"{t.key}.json" for t in plan.confirm_fixed}
-    assert set(after) == expected  # nothing lost, nothing extra
-    assert all(after[name] == data for name, data in before.items())  # finished fits untouched
-    assert not list(records.glob(".*"))  # no temporary files left
-
-    # the resumed run equals an uninterrupted one, here with 2 parallel joblib workers
-    (tmp_path / "fresh").mkdir()
-    fresh = load_config(write_config(tmp_path / "fresh", config_data))
-    run_benchmark(fresh, jobs=2, progress=False, report=False)
-    fresh_store, store = RecordStore(fresh.output), RecordStore(tmp_path / "results")
-    assert fresh_store.keys() == store.keys()
-    for key in store.keys():
-        assert deterministic(fresh_store.read(key)) == deterministic(store.read(key))
 
 
 def set_default(monkeypatch, function, name, value):

@@ -1,75 +1,163 @@
-"""Benchmarking: datasets, the evaluation protocol, the config-driven runner, report and comparisons."""
+"""Benchmarking: datasets, the evaluation protocol, the config-driven runner, report and comparisons.
 
-from ._compare import CompareError, compare_markdown, plot_comparison, pool_results
-from ._conditions import (
-    Condition,
-    GaussianNoise,
-    MissingEntries,
-    OODCondition,
-    ScaledRows,
-    ShiftCondition,
-    ShuffledColumns,
-)
-from ._config import BenchmarkConfig, ConfigError, load_config, validate_config
-from ._data import Split, cap_rows, make_imbalanced, stratified_split
-from ._datasets import DEFAULT_DATA_DIR, LocalDataset, list_local_datasets, load_local_dataset
-from ._methods import ClassifierMethod, LossMethod, MethodKind, MethodSpec
-from ._openml import OpenMLUnavailableError
-from ._records import RecordStore
-from ._report import write_report
-from ._results import RunResults, load_results
-from ._runner import RunError, RunSummary, dry_run, plan_run, run_benchmark
-from ._sources import (
-    DatasetSource,
-    ImbalancedSource,
-    LocalSource,
-    OpenMLSuiteSource,
-    OpenMLTaskSource,
-    SklearnSource,
-)
+Public names are loaded on first use (PEP 562), so that importing a small part (the
+worker watchdog that a loky worker starts first, the record schema) does not import
+pandas, scikit-learn or torch.
+"""
 
-__all__ = [
-    "BenchmarkConfig",
-    "ClassifierMethod",
-    "CompareError",
-    "Condition",
-    "ConfigError",
-    "DEFAULT_DATA_DIR",
-    "DatasetSource",
-    "GaussianNoise",
-    "ImbalancedSource",
-    "LocalDataset",
-    "LocalSource",
-    "LossMethod",
-    "MethodKind",
-    "MethodSpec",
-    "MissingEntries",
-    "OODCondition",
-    "OpenMLSuiteSource",
-    "OpenMLTaskSource",
-    "OpenMLUnavailableError",
-    "RecordStore",
-    "RunError",
-    "RunResults",
-    "RunSummary",
-    "ScaledRows",
-    "ShiftCondition",
-    "ShuffledColumns",
-    "SklearnSource",
-    "Split",
-    "cap_rows",
-    "compare_markdown",
-    "dry_run",
-    "list_local_datasets",
-    "load_config",
-    "load_local_dataset",
-    "load_results",
-    "make_imbalanced",
-    "plan_run",
-    "plot_comparison",
-    "pool_results",
-    "run_benchmark",
-    "stratified_split",
-    "validate_config",
-    "write_report",
-]
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+_EXPORTS: dict[str, str] = {
+    "compare_markdown": "_compare",
+    "CompareError": "_compare",
+    "plot_comparison": "_compare",
+    "pool_results": "_compare",
+    "Condition": "_conditions",
+    "GaussianNoise": "_conditions",
+    "MissingEntries": "_conditions",
+    "OODCondition": "_conditions",
+    "ScaledRows": "_conditions",
+    "ShiftCondition": "_conditions",
+    "ShuffledColumns": "_conditions",
+    "BenchmarkConfig": "_config",
+    "check_output_path": "_config",
+    "ConfigError": "_config",
+    "load_config": "_config",
+    "validate_config": "_config",
+    "cap_rows": "_data",
+    "make_imbalanced": "_data",
+    "Split": "_data",
+    "stratified_split": "_data",
+    "DEFAULT_DATA_DIR": "_datasets",
+    "list_local_datasets": "_datasets",
+    "load_local_dataset": "_datasets",
+    "LocalDataset": "_datasets",
+    "OutputLockedError": "_lock",
+    "ClassifierMethod": "_methods",
+    "LossMethod": "_methods",
+    "MethodKind": "_methods",
+    "MethodSpec": "_methods",
+    "OpenMLUnavailableError": "_openml",
+    "check_record": "_records",
+    "CorruptRecordWarning": "_records",
+    "InvalidRecordError": "_records",
+    "RecordStore": "_records",
+    "write_report": "_report",
+    "load_results": "_results",
+    "RunResults": "_results",
+    "dry_run": "_runner",
+    "plan_run": "_runner",
+    "run_benchmark": "_runner",
+    "RunSummary": "_runner",
+    "DatasetSource": "_sources",
+    "ImbalancedSource": "_sources",
+    "LocalSource": "_sources",
+    "OpenMLSuiteSource": "_sources",
+    "OpenMLTaskSource": "_sources",
+    "SklearnSource": "_sources",
+    "BenchmarkWarning": "_specs",
+    "ConfigWarning": "_specs",
+    "RunError": "_specs",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    try:
+        module = _EXPORTS[name]
+    except KeyError:
+        raise AttributeError(
+            f"module 'nescal_sklearn.benchmark' has no attribute {name!r}"
+        ) from None
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(list(globals()) + __all__)
+
+
+if TYPE_CHECKING:  # pragma: no cover - for static analysers only
+    from ._compare import (  # noqa: F401
+        CompareError,
+        compare_markdown,
+        plot_comparison,
+        pool_results,
+    )
+    from ._conditions import (  # noqa: F401
+        Condition,
+        GaussianNoise,
+        MissingEntries,
+        OODCondition,
+        ScaledRows,
+        ShiftCondition,
+        ShuffledColumns,
+    )
+    from ._config import (  # noqa: F401
+        BenchmarkConfig,
+        ConfigError,
+        check_output_path,
+        load_config,
+        validate_config,
+    )
+    from ._data import (  # noqa: F401
+        Split,
+        cap_rows,
+        make_imbalanced,
+        stratified_split,
+    )
+    from ._datasets import (  # noqa: F401
+        DEFAULT_DATA_DIR,
+        LocalDataset,
+        list_local_datasets,
+        load_local_dataset,
+    )
+    from ._lock import (  # noqa: F401
+        OutputLockedError,
+    )
+    from ._methods import (  # noqa: F401
+        ClassifierMethod,
+        LossMethod,
+        MethodKind,
+        MethodSpec,
+    )
+    from ._openml import (  # noqa: F401
+        OpenMLUnavailableError,
+    )
+    from ._records import (  # noqa: F401
+        CorruptRecordWarning,
+        InvalidRecordError,
+        RecordStore,
+        check_record,
+    )
+    from ._report import (  # noqa: F401
+        write_report,
+    )
+    from ._results import (  # noqa: F401
+        RunResults,
+        load_results,
+    )
+    from ._runner import (  # noqa: F401
+        RunSummary,
+        dry_run,
+        plan_run,
+        run_benchmark,
+    )
+    from ._sources import (  # noqa: F401
+        DatasetSource,
+        ImbalancedSource,
+        LocalSource,
+        OpenMLSuiteSource,
+        OpenMLTaskSource,
+        SklearnSource,
+    )
+    from ._specs import (  # noqa: F401
+        BenchmarkWarning,
+        ConfigWarning,
+        RunError,
+    )

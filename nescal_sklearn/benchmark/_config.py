@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from ._conditions import Condition
 from ._entries import (
     budget_section,
     calibrators_section,
+    check_methods_with_budget,
     check_search_seeds,
     conditions_section,
     datasets_section,
@@ -36,14 +38,24 @@ from ._specs import (
     Budget,
     CalibratorSpec,
     ConfigError,
+    ConfigWarning,
     OpenMLSettings,
     ReportSettings,
     Splits,
+    _fail,
     _mapping,
     _optional_str,
+    _show,
 )
 
-__all__ = ["BenchmarkConfig", "ConfigError", "load_config", "validate_config"]
+__all__ = [
+    "BenchmarkConfig",
+    "ConfigError",
+    "ConfigWarning",
+    "check_output_path",
+    "load_config",
+    "validate_config",
+]
 
 
 @dataclass(frozen=True)
@@ -112,6 +124,93 @@ _TOP_LEVEL = (
 )  # fmt: skip
 
 
+def _path_str(path: str, value: Any) -> str | None:
+    """An optional, non-empty path string without NUL characters."""
+    value = _optional_str(path, value)
+    if value is not None and "\0" in value:
+        raise _fail(path, "a path without NUL characters", value)
+    return value
+
+
+def check_output_path(output: str, data_dir: str | None = None) -> None:
+    """Check that ``output`` can be the results directory of a run.
+
+    It must not contain NUL characters, must be (or be creatable as) a directory that
+    this process can write, and must not be the local datasets' folder ``data_dir``.
+
+    Raises
+    ------
+    ConfigError
+        With the path ``output``.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from nescal_sklearn.benchmark import check_output_path
+    >>> file = pathlib.Path(tempfile.mkdtemp()) / "taken.json"
+    >>> _ = file.write_text("{}")
+    >>> try:
+    ...     check_output_path(str(file / "results"))
+    ... except ValueError as exc:
+    ...     print(str(exc).split(": ", 1)[0], "...", str(exc).rsplit(": ", 1)[1])
+    output ... it is a file, not a directory
+    """
+    if "\0" in output:
+        raise _fail("output", "a path without NUL characters", output)
+    target = Path(output)
+    if target.exists() and not target.is_dir():
+        raise ConfigError("output", f"{output!r} exists and is not a directory")
+    existing = target
+    while not existing.exists():
+        if existing.parent == existing:
+            break
+        existing = existing.parent
+    if existing != target and not existing.is_dir():
+        raise ConfigError(
+            "output",
+            f"{output!r} cannot be created: {str(existing)!r} is in its path, and "
+            "it is a file, not a directory",
+        )
+    if existing.is_dir() and not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(
+            "output", f"{output!r} cannot be written: no write permission in {str(existing)!r}"
+        )
+    from ._datasets import _data_dir
+
+    local = _data_dir(data_dir)
+    if target.resolve() == local.resolve():
+        raise ConfigError(
+            "output",
+            f"expected a folder of its own, got the data_dir {str(local)!r} (the local "
+            "datasets' folder)",
+        )
+
+
+def _default_output(name: str) -> str:
+    output = os.path.join("results", name)
+    inside = os.path.normpath(output).split(os.sep)
+    if os.path.isabs(name) or "\0" in name or len(inside) < 2 or inside[0] != "results":
+        raise ConfigError(
+            "name",
+            f"expected a name that keeps the default output folder 'results/<name>' inside "
+            f"'results/' (or set 'output'), got {_show(name)}",
+        )
+    return output
+
+
+def _warn_shared_seeds(methods, search: tuple, confirm: tuple) -> None:
+    shared = [seed for seed in confirm if seed in search]
+    if shared and any(len(m.points()) > 1 for m in methods):
+        warnings.warn(
+            f"confirm_seeds: {shared} {'is' if len(shared) == 1 else 'are'} also in "
+            "search_seeds; a gridded method's confirm fit on such a seed is its search fit "
+            "at the chosen point, which biases the reported result towards that point; keep "
+            "confirm_seeds apart from search_seeds",
+            ConfigWarning,
+            stacklevel=3,
+        )
+
+
 def validate_config(
     data: Any,
     *,
@@ -132,15 +231,18 @@ def validate_config(
         Check local dataset names against the manifest in ``data_dir``.
     check_params : bool, default=True
         Check method and calibrator parameters with the library (which imports torch
-        for ``NeSCalClassifier`` methods) and resolve the report's defaults. False
-        only reads the structure: for a saved run's configuration, which the report
-        and ``compare`` read without importing torch; such a configuration cannot
-        plan fits.
+        for ``NeSCalClassifier`` methods), each method's estimator at every grid point
+        with the budget (e.g. a warm-up that never ends within ``max_epochs``), and
+        resolve the report's defaults; warn (:class:`ConfigWarning`) about confirm seeds
+        that are also search seeds. False only reads the structure: for a saved run's
+        configuration, which the report and ``compare`` read without importing torch;
+        such a configuration cannot plan fits.
 
     Raises
     ------
     ConfigError
-        With the path of the first bad key.
+        With the path of the first bad key. With ``check_files``, also for an ``output``
+        that cannot be the results directory (see :func:`check_output_path`).
 
     Examples
     --------
@@ -161,7 +263,10 @@ def validate_config(
     """
     _mapping("", data, _TOP_LEVEL)
     name = _optional_str("name", data.get("name")) or default_name
-    data_dir = _optional_str("data_dir", data.get("data_dir"))
+    output = _path_str("output", data.get("output")) or _default_output(name)
+    data_dir = _path_str("data_dir", data.get("data_dir"))
+    if check_files:
+        check_output_path(output, data_dir)
     from ._datasets import _data_dir
 
     datasets = datasets_section(data, _data_dir(data_dir) if check_files else None)
@@ -173,11 +278,14 @@ def validate_config(
     metrics = metrics_section(data, BenchmarkConfig.metrics)
     selection = selection_section(data, calibrators)
     budget = budget_section(data.get("budget", {}))
+    if check_params:
+        check_methods_with_budget(methods, budget)
+        _warn_shared_seeds(methods, search, confirm)
     report = report_section(data.get("report", {}), methods, budget, check_params=check_params)
     return BenchmarkConfig(
         name=name,
         description=data.get("description", ""),
-        output=_optional_str("output", data.get("output")) or os.path.join("results", name),
+        output=output,
         data_dir=data_dir,
         openml=openml_section(data.get("openml")),
         datasets=datasets,
@@ -210,13 +318,42 @@ def load_config(path: str | os.PathLike) -> BenchmarkConfig:
     """
     path = Path(path)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError("", f"cannot read config file {str(path)!r}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            "", f"{path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})"
+        ) from None
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=_Pairs)
     except json.JSONDecodeError as exc:
         raise ConfigError(
             "", f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
         ) from None
-    return validate_config(data, default_name=path.stem)
+    return validate_config(_plain(data, ""), default_name=path.stem)
+
+
+class _Pairs(dict):
+    """A JSON object as parsed, remembering the keys given more than once."""
+
+    def __init__(self, pairs) -> None:
+        super().__init__(pairs)
+        seen: set[str] = set()
+        self.duplicates = [key for key, _ in pairs if key in seen or seen.add(key)]
+
+
+def _plain(value: Any, path: str) -> Any:
+    """The parsed JSON as plain dicts and lists; ConfigError at a duplicate key (JSON
+    would keep only its last value, silently)."""
+    if isinstance(value, _Pairs):
+        for key in value.duplicates:
+            raise ConfigError(
+                f"{path}.{key}" if path else key,
+                "given more than once in the same object; JSON keeps only the last value, "
+                "so give it once",
+            )
+        return {k: _plain(v, f"{path}.{k}" if path else k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v, f"{path}[{i}]") for i, v in enumerate(value)]
+    return value

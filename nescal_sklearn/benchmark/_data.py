@@ -172,7 +172,7 @@ def preprocess_split(
         float32 matrices and the labels of each part.
     """
     if hasattr(X, "columns"):
-        from .. import make_tabular_preprocessor
+        from ..estimator import make_tabular_preprocessor
 
         preprocess = make_tabular_preprocessor()
     else:

@@ -8,12 +8,13 @@ is the config path, then the library's own message.
 
 from __future__ import annotations
 
+import functools
 import math
 from pathlib import Path
 from typing import Any
 
 from ._conditions import CLEAN, CONDITIONS, Condition
-from ._methods import METHOD_KINDS, MethodSpec, resolved_params
+from ._methods import METHOD_KINDS, MethodSpec, ParameterConflict, resolved_params
 from ._registry import CALIBRATORS, METRICS
 from ._sources import SOURCES, DatasetSource, ImbalancedSource
 from ._specs import (
@@ -134,6 +135,45 @@ def methods_section(data: Any, *, check_params: bool) -> tuple[MethodSpec, ...]:
                 )
         methods.append(method)
     return tuple(methods)
+
+
+def _locate(index: int, method: MethodSpec, point: dict, budget: Budget, param: str) -> str:
+    """Where the configuration sets the estimator parameter ``param`` of ``method`` at
+    ``point``: its params, its grid, the budget, or the estimator's default."""
+    by_target = {target: name for name, target in (method.targets or {}).items()}
+    name = by_target.get(param, param)
+    if name in method.grid:
+        values = method.grid[name]
+        return f"methods[{index}].grid.{name}[{values.index(point[name])}]"
+    if name in method.params:
+        return f"methods[{index}].params.{name}"
+    if method.kind.uses_budget and param in budget.estimator_params():
+        return f"budget.{param}"
+    return "the estimator's default"
+
+
+def check_methods_with_budget(methods: tuple[MethodSpec, ...], budget: Budget) -> None:
+    """Check every method's whole estimator, budget included, at every grid point.
+
+    Parameters are checked one by one when read; this catches those that are valid
+    alone but not together, such as ``warmup: 50`` with ``budget.max_epochs: 2`` (the
+    neighbour graph would never be built). The error names the config key to change.
+    """
+    for i, method in enumerate(methods):
+        for point in method.points():
+            estimator = method.build(point, budget, 0)
+            where = functools.partial(_locate, i, method, point, budget)
+            try:
+                method.kind.check_estimator(estimator, where)
+            except ParameterConflict as exc:
+                where = (
+                    _locate(i, method, point, budget, exc.param)
+                    if exc.param is not None
+                    else f"methods[{i}]"
+                )
+                if where == "the estimator's default":
+                    where = f"methods[{i}]"
+                raise ConfigError(where, str(exc)) from None
 
 
 # --------------------------------------------------------------------------- calibrators

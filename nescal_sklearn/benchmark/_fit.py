@@ -26,6 +26,7 @@ from ._plan import FitTask
 from ._records import RecordStore, library_versions
 from ._registry import CALIBRATORS
 from ._sources import load_benchmark_data
+from ._watchdog import ensure_parent_alive, watch_parent
 
 __all__ = ["execute_fit", "limit_threads", "run_fit"]
 
@@ -149,12 +150,21 @@ def execute_fit(task: FitTask) -> dict:
     }
 
 
-def run_fit(task: FitTask, results_dir: str) -> dict:
+def run_fit(task: FitTask, results_dir: str, parent_pid: int | None = None) -> dict:
     """Worker entry point: run ``task``, write its record (or failure), return it.
 
-    Returns ``{"ok": True, "record": ...}`` or ``{"ok": False, "failure": ...}``; an
-    exception inside the fit never stops the run.
+    Returns ``{"ok": True, "record": ..., "written": ...}`` or ``{"ok": False,
+    "failure": ..., "written": ...}``; ``written`` is False when this process could not
+    write the file (a remote worker without the results folder), and then the runner
+    writes it. An exception inside the fit never stops the run, but a
+    ``KeyboardInterrupt`` (Ctrl-C) does: it propagates, and nothing is recorded for the
+    interrupted fit.
+
+    ``parent_pid`` is the runner's pid when this runs in one of its worker processes:
+    the worker then exits as soon as the runner is gone (see :mod:`._watchdog`), and
+    never writes a record after that.
     """
+    watch_parent(parent_pid)
     store = RecordStore(results_dir)
     try:
         record = execute_fit(task)
@@ -168,13 +178,15 @@ def run_fit(task: FitTask, results_dir: str) -> dict:
             "error": f"{type(exc).__name__}: {exc}",
             "traceback": traceback.format_exc(),
         }
+        ensure_parent_alive(parent_pid)
         try:
             store.write_failure(failure)
         except OSError:
-            pass
-        return {"ok": False, "failure": failure}
+            return {"ok": False, "failure": failure, "written": False}
+        return {"ok": False, "failure": failure, "written": True}
+    ensure_parent_alive(parent_pid)
     try:
         store.write(record)
     except OSError:  # a remote worker without the results folder: the runner writes it
-        pass
-    return {"ok": True, "record": record}
+        return {"ok": True, "record": record, "written": False}
+    return {"ok": True, "record": record, "written": True}

@@ -29,6 +29,7 @@ __all__ = [
     "LossMethod",
     "MethodKind",
     "MethodSpec",
+    "ParameterConflict",
     "public_path",
     "resolved_params",
 ]
@@ -99,6 +100,15 @@ def resolved_params(estimator) -> dict:
     return {name: _canonical(value) for name, value in sorted(params.items())}
 
 
+class ParameterConflict(ValueError):
+    """Estimator parameters that are valid one by one but not together; ``param`` is the
+    estimator parameter to blame (None: the estimator as a whole)."""
+
+    def __init__(self, param: str | None, message: str) -> None:
+        self.param = param
+        super().__init__(message)
+
+
 class MethodKind(ABC):
     """What a method fits; subclasses are frozen dataclasses with one field ``ref``."""
 
@@ -135,6 +145,18 @@ class MethodKind(ABC):
     @abstractmethod
     def build(self, params: Mapping[str, Any], seed: int):
         """The unfitted estimator with estimator ``params``, seeded with ``seed``."""
+
+    def check_estimator(self, estimator, where) -> None:
+        """Run the library's checks on the whole ``estimator`` (every parameter at once).
+
+        ``where(param)`` says where the configuration sets an estimator parameter (for
+        messages). Raises :class:`ParameterConflict`.
+        """
+        if hasattr(estimator, "_validate_params"):
+            try:
+                estimator._validate_params()
+            except (ValueError, TypeError) as exc:
+                raise ParameterConflict(None, str(exc)) from None
 
     @property
     def uses_neighbours(self) -> bool:
@@ -240,6 +262,28 @@ class LossMethod(MethodKind):
             params["hidden_sizes"] = tuple(params["hidden_sizes"])
         estimator = NeSCalClassifier(loss=get_loss(self.ref), random_state=seed)
         return estimator.set_params(**params)
+
+    def check_estimator(self, estimator, where) -> None:
+        """The estimator's parameter checks, the loss's, and, for a neighbour loss, that
+        its warm-up ends within ``max_epochs`` (as ``NeSCalClassifier.fit`` requires)."""
+        super().check_estimator(estimator, where)
+        loss = estimator.loss
+        try:
+            loss.validate()
+        except (ValueError, TypeError) as exc:
+            raise ParameterConflict(None, str(exc)) from None
+        if not loss.uses_neighbours:
+            return
+        max_epochs = estimator.max_epochs
+        fixed = loss.warmup_epochs(max_epochs)
+        if fixed is not None and fixed >= max_epochs:
+            raise ParameterConflict(
+                "loss__warmup",
+                f"loss__warmup={loss.warmup!r} ends the warm-up at epoch {fixed + 1}, after the "
+                f"last of max_epochs={max_epochs} ({where('max_epochs')}): the neighbour graph "
+                "would never be built. Pass a shorter warmup, a fraction in [0, 1), or more "
+                "max_epochs.",
+            )
 
     @property
     def uses_neighbours(self) -> bool:

@@ -344,7 +344,7 @@ def _closing_blocks(results: RunResults) -> list:
 def build_report(results_dir: str | Path) -> tuple[list, Table]:
     """The report's blocks and its headline table (average ranks), drawing the figures."""
     base = Path(results_dir)
-    results = load_results(base)
+    results = load_results(base, move_corrupt=True)
     config = results.config
     methods = ordered_methods(config)
     stages = config.stages

@@ -2,7 +2,9 @@
 
 Reading one imports neither torch nor skorch: the configuration is read without the
 library's parameter checks (it was checked when the run started) and the records are
-found through the keys saved in ``plan.json``.
+found through the keys saved in ``plan.json``. Files of ``records/`` and ``failures/``
+that are not valid records are skipped with a
+:class:`~._records.CorruptRecordWarning` (and, for the report, moved aside).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 from ._config import BenchmarkConfig, validate_config
 from ._plan import FitIndex, select_point
 from ._records import RecordStore
+from ._specs import ConfigError, RunError
 
 __all__ = ["RunResults", "load_results"]
 
@@ -26,6 +29,7 @@ class RunResults:
     config: BenchmarkConfig
     index: FitIndex
     records: dict[str, dict]
+    move_corrupt: bool = False
 
     @property
     def stale(self) -> list[dict]:
@@ -37,7 +41,8 @@ class RunResults:
     def failures(self) -> list[dict]:
         """The failures noted in the folder for fits of the saved plan."""
         planned = self.index.keys()
-        return [f for f in RecordStore(self.path).failures() if f["key"] in planned]
+        failures = RecordStore(self.path).failures(move=self.move_corrupt)
+        return [f for f in failures if f["key"] in planned]
 
     def selections(self) -> dict[tuple[str, str], tuple]:
         """``(dataset, method) -> (chosen point, [(point, mean validation NLL), ...])``
@@ -75,13 +80,33 @@ class RunResults:
         return out
 
 
-def load_results(results_dir: str | Path) -> RunResults:
+def _read_json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RunError(f"{path}: cannot be read as JSON ({exc}); rerun its config") from None
+    if not isinstance(data, dict):
+        raise RunError(f"{path}: expected a JSON object; rerun its config")
+    return data
+
+
+def load_results(results_dir: str | Path, *, move_corrupt: bool = False) -> RunResults:
     """Read the ``config.json``, ``plan.json`` and records that ``run`` wrote in ``results_dir``.
+
+    Parameters
+    ----------
+    results_dir : path
+        The ``output`` of a run.
+    move_corrupt : bool, default=False
+        Move files of ``records/`` and ``failures/`` that are not valid records to their
+        ``corrupt/`` subfolder (they are skipped, with a warning, either way).
 
     Raises
     ------
     FileNotFoundError
         If the folder lacks ``config.json`` or ``plan.json``.
+    RunError
+        If one of them is not readable JSON of the expected layout.
     """
     results_dir = Path(results_dir)
     path = results_dir / "config.json"
@@ -96,7 +121,17 @@ def load_results(results_dir: str | Path) -> RunResults:
             "older nescal-bench, whose record keys this version does not use; run its config "
             "again (--resume in the same folder ignores the old records and says so)."
         )
-    config = validate_config(json.loads(path.read_text()), check_files=False, check_params=False)
-    index = FitIndex.from_json(json.loads(plan.read_text()))
-    records = {r["key"]: r for r in RecordStore(results_dir).load_all()}
-    return RunResults(results_dir, config, index, records)
+    try:
+        config = validate_config(_read_json(path), check_files=False, check_params=False)
+    except ConfigError as exc:
+        raise RunError(f"{path}: {exc}; rerun its config") from None
+    try:
+        index = FitIndex.from_json(_read_json(plan))
+    except (KeyError, TypeError) as exc:
+        raise RunError(
+            f"{plan}: not a plan written by nescal-bench ({exc!r}); rerun its config"
+        ) from None
+    records = RecordStore(results_dir).load(
+        move=move_corrupt, planned=index.keys(), stages=config.stages, metrics=config.metrics
+    )
+    return RunResults(results_dir, config, index, records, move_corrupt)

@@ -5,29 +5,42 @@ dask.distributed cluster through joblib's dask backend. Each finished fit is one
 record file written atomically by the worker (and again by the runner if the
 worker's file system is not the runner's), so killing the run loses no finished
 fit and ``resume=True`` skips every fit already recorded.
+
+Nothing lost, nothing silently wrong:
+
+* the run holds the output directory's lock (:mod:`._lock`) from before it writes
+  ``config.json`` to its end, whatever the end;
+* Ctrl-C propagates as ``KeyboardInterrupt`` (the interrupted fit is not recorded;
+  with ``jobs > 1`` the workers are stopped);
+* loky workers die with the runner (:mod:`._watchdog`);
+* a record file counts as done only if it passes :func:`~._records.check_record`;
+  others are moved to ``records/corrupt/`` with a warning, and fitted again.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
 import time
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from ._config import BenchmarkConfig
+from ._config import BenchmarkConfig, check_output_path
 from ._estimate import estimate_seconds
+from ._lock import output_lock
 from ._plan import FitTask, Plan, build_plan, expand_datasets, point_label, stale_records
 from ._records import RecordStore, write_json_atomic
+from ._specs import ConfigError, RunError
 
 __all__ = ["RunError", "RunSummary", "dry_run", "plan_run", "run_benchmark"]
 
-
-class RunError(RuntimeError):
-    """A run that cannot start (e.g. an output directory holding records without resume)."""
+#: Seconds to wait for a dask scheduler before the run gives up (exit 2).
+SCHEDULER_TIMEOUT = 30.0
 
 
 @dataclass
@@ -184,7 +197,7 @@ def dry_run(
     done: set[str] = set()
     if resume:
         output = Path(config.output).resolve()
-        existing = {r["key"]: r for r in RecordStore(output).load_all()}
+        existing = _load_records(RecordStore(output), plan, move=False)
         done = {t.key for t in plan.tasks()} & set(existing)
         lines.append(f"resume: {len(done)} of the planned fits are already recorded in {output}")
         lines += stale_records(plan, existing, str(output))
@@ -249,15 +262,26 @@ class _Progress:
                 out.append(task)
         return out
 
+    def _write(self, write, item: dict, what: str) -> None:
+        try:
+            write(item)
+        except OSError as exc:
+            raise RunError(
+                f"cannot write the {what} of fit {item['key']} into {str(self.store.root)!r}: "
+                f"{exc.strerror or exc}"
+            ) from None
+
     def on_result(self, task: FitTask, result: dict) -> None:
         summary = self.summary
         if result["ok"]:
             record = result["record"]
-            if not self.store.has(record["key"]):
-                self.store.write(record)
+            if not result.get("written", True) or not self.store.has(record["key"]):
+                self._write(self.store.write, record, "record")
             self.records[record["key"]] = record
             summary.n_finished += 1
         else:
+            if not result.get("written", True):
+                self._write(self.store.write_failure, result["failure"], "failure note")
             summary.failures.append(result["failure"])
         self.bar.update(1)
         if self.progress:
@@ -270,22 +294,35 @@ class _Progress:
         from joblib import Parallel, delayed, parallel_config
 
         from ._fit import run_fit
+        from ._watchdog import watch_parent
 
         if not tasks:
             return
         by_key = {t.key: t for t in tasks}
-        calls = (delayed(run_fit)(t, str(results_dir)) for t in tasks)
         if client is None and jobs == 1:
             for task in tasks:
                 self.on_result(task, run_fit(task, str(results_dir)))
             return
-        backend = (
-            parallel_config(backend="dask") if client is not None else contextlib.nullcontext()
-        )
+        if client is not None:
+            backend, n_jobs, parent = parallel_config(backend="dask"), -1, None
+        else:
+            # loky workers: each watches the runner and exits as soon as it is gone
+            parent = os.getpid()
+            backend = parallel_config(backend="loky", initializer=watch_parent, initargs=(parent,))
+            n_jobs = jobs
+        calls = (delayed(run_fit)(t, str(results_dir), parent) for t in tasks)
         with backend:
-            n_jobs = -1 if client is not None else jobs
-            for result in Parallel(n_jobs=n_jobs, return_as="generator_unordered")(calls):
-                self.on_result(by_key[_key_of(result)], result)
+            results = Parallel(n_jobs=n_jobs, return_as="generator_unordered")(calls)
+            try:
+                for result in results:
+                    self.on_result(by_key[_key_of(result)], result)
+            except BaseException:
+                # Ctrl-C or an error here: stop the workers now (joblib kills them), without
+                # its warning about a generator left unconsumed.
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    results.close()
+                raise
 
 
 def _save_run(plan: Plan, output: Path) -> None:
@@ -299,6 +336,40 @@ def _save_run(plan: Plan, output: Path) -> None:
     write_json_atomic(output / "plan.json", plan.index.to_json())
 
 
+def _load_records(store: RecordStore, plan: Plan, *, move: bool) -> dict[str, dict]:
+    """The valid records of the output folder (others skipped with a warning, moved aside
+    with ``move``); planned ones must have the config's stages and metrics."""
+    config = plan.config
+    planned = {task.key for task in plan.tasks()}
+    return store.load(move=move, planned=planned, stages=config.stages, metrics=config.metrics)
+
+
+def _connect(scheduler: str, stack: contextlib.ExitStack):
+    """A ``distributed.Client`` of ``scheduler``; RunError (exit 2) if it cannot connect."""
+    try:
+        from distributed import Client
+    except ImportError:
+        raise RunError(
+            "--scheduler: needs dask.distributed; pip install 'nescal-sklearn[dask]'"
+        ) from None
+    try:
+        return stack.enter_context(Client(scheduler, timeout=SCHEDULER_TIMEOUT))
+    except (OSError, TimeoutError, ValueError, TypeError) as exc:
+        raise RunError(
+            f"--scheduler: cannot connect to the dask scheduler {scheduler!r} "
+            f"({type(exc).__name__}: {exc})"
+        ) from None
+
+
+def _refuse_existing(store: RecordStore, output: Path, resume: bool) -> None:
+    existing = store.keys()
+    if existing and not resume:
+        raise RunError(
+            f"The output directory {str(output)!r} already holds {len(existing)} records; pass "
+            "--resume (resume=True) to continue that run, or set another 'output' in the config."
+        )
+
+
 def run_benchmark(
     config: BenchmarkConfig,
     *,
@@ -308,6 +379,7 @@ def run_benchmark(
     progress: bool = True,
     stream: IO[str] | None = None,
     report: bool = True,
+    break_lock: bool = False,
 ) -> RunSummary:
     """Run every fit of ``config``, writing records to ``config.output``, then the report.
 
@@ -325,68 +397,82 @@ def run_benchmark(
         Continue a run: skip fits whose record exists. Without it, an output
         directory that already holds records is an error. Records of the folder that
         no planned fit has (another key: an edited config, a changed default, another
-        library version or thread count) are ignored, and the run says so.
+        library version or thread count) are ignored, and the run says so. Files that
+        are not valid records are moved to ``records/corrupt/`` with a
+        :class:`~._records.CorruptRecordWarning`, and their fits run again.
     progress : bool, default=True
         Progress bar and one line per finished fit on ``stream``.
     stream : file or None, default=None
         Where progress goes; ``sys.stderr`` when None.
     report : bool, default=True
         Write ``report.md`` and ``report.html`` at the end.
+    break_lock : bool, default=False
+        Take over an output directory lock written by a run on another host (whose
+        process cannot be checked from here). A lock of a dead run on this host is
+        taken over without it.
 
     Returns
     -------
     RunSummary
+
+    Raises
+    ------
+    RunError
+        Before any fit (and before ``config.json`` is written) if the output directory
+        is unusable, holds records without ``resume``, or is locked by another run, or
+        if the scheduler cannot be reached.
+    KeyboardInterrupt
+        On Ctrl-C: every finished fit is recorded, the interrupted ones are not, the
+        workers are stopped and the lock released.
     """
     stream = sys.stderr if stream is None else stream
     if jobs < 1:
         raise ValueError(f"jobs must be an int >= 1; got {jobs!r}.")
     start = time.perf_counter()
+    try:
+        check_output_path(config.output, config.data_dir)
+    except ConfigError as exc:
+        raise RunError(str(exc)) from None
     output = Path(config.output).resolve()
     store = RecordStore(output)
-    existing = store.keys()
-    if existing and not resume:
-        raise RunError(
-            f"The output directory {str(output)!r} already holds {len(existing)} records; pass "
-            "--resume (resume=True) to continue that run, or set another 'output' in the config."
-        )
-    store.remove_stale_temporaries()
+    _refuse_existing(store, output, resume)
     plan = plan_run(config)
     config = plan.config
     context = config.data_context()
     for dataset in config.datasets:
         dataset.prepare(context)
-    _save_run(plan, output)
 
-    records = {key: store.read(key) for key in existing}
     summary = RunSummary(output=output, n_planned=plan.n_fits)
-    summary.stale = stale_records(plan, records, str(output))
-    if progress:
-        for line in summary.stale:
-            print(line, file=stream)
-    state = _Progress(plan, store, records, summary, stream, progress)
     with contextlib.ExitStack() as stack:
-        client = None
-        if scheduler is not None:
-            from distributed import Client
-
-            client = stack.enter_context(Client(scheduler))
+        client = None if scheduler is None else _connect(scheduler, stack)
+        stack.enter_context(output_lock(output, break_lock=break_lock))
+        _refuse_existing(store, output, resume)  # again, now that no other run can write
+        store.remove_stale_temporaries()
+        records = _load_records(store, plan, move=True)
+        _save_run(plan, output)
+        summary.stale = stale_records(plan, records, str(output))
+        if progress:
+            for line in summary.stale:
+                print(line, file=stream)
+        state = _Progress(plan, store, records, summary, stream, progress)
         stack.callback(state.bar.close)
         state.run(state.pending(plan.search + plan.confirm_fixed), output, jobs, client)
         confirm, missing = plan.confirm_tasks(records)
         already = {t.key for t in plan.search + plan.confirm_fixed}
         fresh = state.pending([t for t in confirm if t.key not in already])
         state.run(fresh, output, jobs, client)
+        state.bar.close()
 
-    summary.seconds = time.perf_counter() - start
-    if progress:
-        print(
-            f"{config.name}: {summary.n_finished} fits finished, {summary.n_skipped} already "
-            f"recorded, {len(summary.failures)} failed, in {_format_seconds(summary.seconds)}"
-            + (f"; {len(missing)} method(s) lack search records" if missing else ""),
-            file=stream,
-        )
-    if report:
-        from ._report import write_report
+        summary.seconds = time.perf_counter() - start
+        if progress:
+            print(
+                f"{config.name}: {summary.n_finished} fits finished, {summary.n_skipped} already "
+                f"recorded, {len(summary.failures)} failed, in {_format_seconds(summary.seconds)}"
+                + (f"; {len(missing)} method(s) lack search records" if missing else ""),
+                file=stream,
+            )
+        if report:
+            from ._report import write_report
 
-        summary.report = write_report(output)
+            summary.report = write_report(output)
     return summary

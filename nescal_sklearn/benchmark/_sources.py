@@ -171,9 +171,17 @@ class LocalSource(TabularSource):
                     f"no manifest.json in data_dir {str(data_dir)!r} (resolved to "
                     f"{str(data_dir.resolve())!r}); set data_dir or NESCAL_DATA_DIR",
                 )
-            names = [item["name"] for item in json.loads(manifest.read_text())]
+            entries = json.loads(manifest.read_text())
+            names = [item["name"] for item in entries]
             if ref not in names:
                 raise _fail(path, f"a dataset of {str(manifest)!r}, one of {names}", ref)
+            entry = entries[names.index(ref)]
+            if "file" in entry and not (data_dir / entry["file"]).is_file():
+                raise ConfigError(
+                    path,
+                    f"the entry {ref!r} of {str(manifest)!r} names the file "
+                    f"{str(data_dir / entry['file'])!r}, which does not exist",
+                )
         return cls(ref)
 
     @property

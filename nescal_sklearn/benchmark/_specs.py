@@ -12,11 +12,14 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "BenchmarkWarning",
     "Budget",
     "CalibratorSpec",
     "ConfigError",
+    "ConfigWarning",
     "OpenMLSettings",
     "ReportSettings",
+    "RunError",
     "Splits",
 ]
 
@@ -34,6 +37,22 @@ class ConfigError(ValueError):
     def __init__(self, path: str, message: str) -> None:
         self.path = path
         super().__init__(f"{path}: {message}" if path else message)
+
+
+class RunError(RuntimeError):
+    """A run (or a read of a results folder) that cannot go on: an output directory that
+    holds records without resume, is in use by another run or cannot be written, an
+    unreachable scheduler, an unreadable ``config.json`` (``nescal-bench`` exits 2)."""
+
+
+class BenchmarkWarning(UserWarning):
+    """Something a benchmark command noticed and worked around (``nescal-bench`` prints
+    it as ``nescal-bench: warning: ...``)."""
+
+
+class ConfigWarning(BenchmarkWarning):
+    """A configuration that is valid but probably not what was meant; the message starts
+    with the path of the key."""
 
 
 def _show(value: Any) -> str:
