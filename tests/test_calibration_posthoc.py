@@ -116,12 +116,47 @@ def test_class_absent_from_calibration_data(calibrator, n_classes):
     keep = y_cal != n_classes - 1
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        fitted = calibrator(FrozenEstimator(model)).fit(X_cal[keep], y_cal[keep])
+        if n_classes == 2 and calibrator not in ARGMAX_PRESERVING:
+            # One class left: a map with per-class parameters predicts it for every row.
+            with pytest.warns(UserWarning, match="the calibration map learns that every row"):
+                fitted = calibrator(FrozenEstimator(model)).fit(X_cal[keep], y_cal[keep])
+        else:
+            fitted = calibrator(FrozenEstimator(model)).fit(X_cal[keep], y_cal[keep])
         proba = fitted.predict_proba(X_cal)
     np.testing.assert_array_equal(fitted.classes_, np.arange(n_classes))
     assert proba.shape == (X_cal.shape[0], n_classes)
     assert np.all(np.isfinite(proba)) and np.all(proba >= 0)
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+
+
+@pytest.mark.parametrize("calibrator", CALIBRATORS, ids=_ids(CALIBRATORS))
+def test_single_class_calibration_data(calibrator):
+    model, X_cal, y_cal = fitted_and_calibration_split(n_classes=3)
+    one_class = y_cal == 0
+    if calibrator in ARGMAX_PRESERVING:
+        # One shared temperature: accepted silently, and the model keeps its classes.
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            fitted = calibrator(FrozenEstimator(model)).fit(X_cal[one_class], y_cal[one_class])
+        np.testing.assert_array_equal(fitted.predict(X_cal), model.predict(X_cal))
+        return
+    message = (
+        f"{calibrator.__name__}: all {one_class.sum()} calibration rows have the class 0, one "
+        "of the 3 classes [0, 1, 2], so the calibration map learns that every row is of "
+        "that class and the calibrated model predicts it for every row. Calibrate on rows "
+        "of every class (with a FrozenEstimator, pass calibration data that holds them)."
+    )
+    with pytest.warns(UserWarning, match=f"^{re.escape(message)}$"):
+        fitted = calibrator(FrozenEstimator(model)).fit(X_cal[one_class], y_cal[one_class])
+    assert np.all(fitted.predict(X_cal) == 0)  # the collapse the warning is about
+
+
+@pytest.mark.parametrize("calibrator", CALIBRATORS, ids=_ids(CALIBRATORS))
+def test_error_empty_input(calibrator):
+    message = f"{calibrator.__name__} cannot be fitted on empty input: X and y have 0 rows"
+    for estimator in (LogisticRegression(), FrozenEstimator(fitted_and_calibration_split()[0])):
+        with pytest.raises(ValueError, match=re.escape(message)):
+            calibrator(estimator).fit(np.empty((0, 6)), np.empty(0))
 
 
 @pytest.mark.parametrize("calibrator", CALIBRATORS, ids=_ids(CALIBRATORS))
@@ -347,5 +382,7 @@ def _expected_failed_checks(estimator):
     [cls(LogisticRegression()) for cls in CALIBRATORS if cls is not CalibratedTemperature],
     expected_failed_checks=_expected_failed_checks,
 )
+# The checks fit on random labels: temperatures at the upper bound are expected there.
+@pytest.mark.filterwarnings("ignore:The fitted temperature is degenerate:UserWarning")
 def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)

@@ -448,6 +448,8 @@ def test_error_invalid_parameters(params, message):
         CalibratedTemperature(LogisticRegression(), cv=StratifiedKFold(3)),
     ]
 )
+# The checks fit on random labels: temperatures at the upper bound are expected there.
+@pytest.mark.filterwarnings("ignore:The fitted temperature is degenerate:UserWarning")
 def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)
 
@@ -471,3 +473,79 @@ def test_perfectly_separated_calibration_data_warns():
     with _warnings.catch_warnings():
         _warnings.simplefilter("error")
         fit_temperature(logits, np.array([0, 1, 1]))  # one error: an interior optimum
+
+
+def _upper_bound_message(n_classes: int, reason: str) -> str:
+    return (
+        "The fitted temperature is degenerate (at the upper bound of the search, "
+        "T = 2.2e+04): the NLL keeps falling as the temperature grows, so the "
+        f"temperature-scaled predictions are almost uniform (1/{n_classes} for every "
+        f"class). {reason}. Calibrate on more rows with every class represented "
+        "(validation_fraction, cv, or more calibration data for a FrozenEstimator), or "
+        "check that the estimator suits the calibration data."
+    )
+
+
+@pytest.mark.parametrize(
+    ("logits", "y", "reason"),
+    [
+        (
+            [[2.0, 0.0, 1.0]],
+            [1],
+            "There is a single calibration row, and one row cannot calibrate a temperature",
+        ),
+        (
+            [[2.0, 0.0, 1.0], [1.0, 0.5, 3.0], [0.0, -1.0, 2.0]],
+            [1, 1, 1],
+            "Every calibration row has the same class, and a temperature fitted on one "
+            "class says nothing about the others",
+        ),
+        (
+            [[2.0, 0.0, 1.0], [0.0, 3.0, 1.0], [1.0, 2.0, 0.0]],
+            [1, 2, 2],
+            "On the calibration rows the estimator's logits do no better than a uniform prediction",
+        ),
+    ],
+    ids=["one-row", "one-class", "worse-than-uniform"],
+)
+def test_temperature_at_the_upper_bound_warns(logits, y, reason):
+    from nescal_sklearn.calibration._temperature import fit_temperature
+
+    message = _upper_bound_message(3, reason)
+    with pytest.warns(UserWarning, match=f"^{re.escape(message)}$"):
+        temperature = fit_temperature(np.array(logits), np.array(y))
+    assert temperature > 2e4  # the degenerate optimum the warning is about
+
+
+def test_frozen_estimator_on_a_row_it_gets_wrong_warns_at_the_upper_bound():
+    lr, X_cal, y_cal = fitted_and_calibration_split(ScaledLogitClassifier(scale=3.0))
+    logits = lr.decision_function(X_cal)
+    # A row whose true class gets less than the mean logit.
+    row = int(np.flatnonzero(logits[np.arange(y_cal.size), y_cal] < logits.mean(axis=1))[0])
+    message = _upper_bound_message(
+        3, "There is a single calibration row, and one row cannot calibrate a temperature"
+    )
+    with pytest.warns(UserWarning, match=re.escape(message)):
+        calibrated = CalibratedTemperature(FrozenEstimator(lr)).fit(
+            X_cal[row : row + 1], y_cal[row : row + 1]
+        )
+    np.testing.assert_allclose(calibrated.predict_proba(X_cal), 1 / 3, atol=1e-3)
+
+
+def test_no_bound_warning_and_same_temperature_on_ordinary_data():
+    import warnings as _warnings
+
+    lr, X_cal, y_cal = fitted_and_calibration_split(ScaledLogitClassifier(scale=3.0))
+    with _warnings.catch_warnings():
+        _warnings.simplefilter("error")
+        temperature = CalibratedTemperature(FrozenEstimator(lr)).fit(X_cal, y_cal).temperature_
+    reference = 1.0 / _sklearn_inverse_temperature(lr, X_cal, y_cal)
+    assert abs(temperature - reference) / reference < 1e-6
+
+
+def test_error_empty_input():
+    message = (
+        "CalibratedTemperature cannot be fitted on empty input: X and y have 0 rows (samples)."
+    )
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        CalibratedTemperature(LogisticRegression()).fit(np.empty((0, 4)), np.empty(0))

@@ -490,6 +490,38 @@ def test_argument_errors(metric, kwargs, message):
             "y_proba must hold numbers; got an array of dtype <U1.",
         ),
         (
+            [0, 1, 1],
+            [[0.2, 0.8], [0.5, 0.5], [1.0]],
+            (
+                "y_proba must be an array of shape (n_samples,) or (n_samples, n_classes); "
+                "its rows differ in length: row 0 has 2 values and row 2 has 1."
+            ),
+        ),
+        (
+            [0, 1],
+            np.array([np.array([0.2, 0.8]), np.array([1.0])], dtype=object),
+            (
+                "y_proba must be an array of shape (n_samples,) or (n_samples, n_classes); "
+                "its rows differ in length: row 0 has 2 values and row 1 has 1."
+            ),
+        ),
+        (
+            [[0], [1, 1]],
+            [0.2, 0.5],
+            (
+                "y_true must be an array of shape (n_samples,); its rows differ in length: "
+                "row 0 has 1 value and row 1 has 2."
+            ),
+        ),
+        (
+            np.array(["1", 1, 0], dtype=object),
+            [0.2, 0.5, 0.1],
+            (
+                "y_true mixes label types that cannot be compared: int and str labels "
+                "(e.g. 1 and '1'). Use one type for every label of y_true and labels."
+            ),
+        ),
+        (
             [0, 1],
             np.zeros((2, 2, 2)),
             (
@@ -511,6 +543,24 @@ def test_argument_errors(metric, kwargs, message):
 def test_input_errors(metric, y_true, y_proba, message):
     with _raises(message):
         metric(y_true, y_proba)
+
+
+def test_labels_of_mixed_types():
+    message = (
+        "labels mixes label types that cannot be compared: int and str labels (e.g. 0 and "
+        "'b'). Use one type for every label of y_true and labels."
+    )
+    with _raises(message):
+        expected_calibration_error([0, 1], [0.2, 0.5], labels=np.array([0, "b"], dtype=object))
+    # y_true mixing str and int is named first, even with valid labels.
+    message = (
+        "y_true mixes label types that cannot be compared: int and str labels (e.g. 1 and "
+        "'1'). Use one type for every label of y_true and labels."
+    )
+    with _raises(message):
+        expected_calibration_error(
+            np.array(["1", 1, 0], dtype=object), np.full((3, 3), 1 / 3), labels=[0, 1, 2]
+        )
 
 
 def test_labels_need_two_classes():

@@ -204,7 +204,21 @@ class PostHocCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         ``StratifiedKFold``). Must be ``None`` with a frozen estimator.
     random_state : int, RandomState instance or None, default=None
         Seeds the held-out split. Ignored with ``cv`` or a frozen estimator.
+
+    Notes
+    -----
+    ``fit`` refuses empty input. A calibration part holding a single class (one row, or
+    a frozen estimator's calibration data of one class; the held-out split never
+    produces one) is accepted, not refused. Maps with per-class parameters (vector and
+    matrix scaling, isotonic, histogram binning) learn from it that every row is of that
+    class, so ``fit`` warns (``UserWarning``); temperature-type maps share one
+    temperature across classes and warn only when the temperature they fit is
+    degenerate (see :class:`CalibratedTemperature`).
     """
+
+    #: Whether a calibration part of a single class makes the map predict that class
+    #: for every row (so that ``fit`` warns); temperature-type maps set it to False.
+    _collapses_on_one_class: bool = True
 
     _parameter_constraints: dict = {
         "estimator": [
@@ -260,6 +274,11 @@ class PostHocCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         y = column_or_1d(y, warn=True)
         X, y = indexable(X, y)
         check_consistent_length(X, y)
+        if y.shape[0] == 0:
+            raise ValueError(
+                f"{type(self).__name__} cannot be fitted on empty input: X and y have 0 rows "
+                "(samples)."
+            )
         sample_weight = _validated_sample_weight(sample_weight, y.shape[0])
 
         estimator = self._get_estimator()
@@ -365,6 +384,23 @@ class PostHocCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             raise ValueError(
                 "sample_weight sums to zero on the calibration part; at least one "
                 "calibration sample needs a positive weight."
+            )
+        present = np.unique(y_encoded)
+        if self._collapses_on_one_class and present.size == 1:
+            label = _plain(self.classes_[present[0]])
+            rows = (
+                "the only calibration row has"
+                if y_encoded.size == 1
+                else f"all {y_encoded.size} calibration rows have"
+            )
+            warnings.warn(
+                f"{type(self).__name__}: {rows} the class {label!r}, one of the "
+                f"{self.classes_.size} classes {self.classes_.tolist()!r}, so the "
+                "calibration map learns that every row is of that class and the calibrated "
+                "model predicts it for every row. Calibrate on rows of every class (with a "
+                "FrozenEstimator, pass calibration data that holds them).",
+                UserWarning,
+                stacklevel=5,
             )
         logits, response_method = _estimator_logits(fitted, X, self.classes_.size, response_method)
         calibrator = self._make_calibrator().fit(logits, y_encoded, sample_weight)

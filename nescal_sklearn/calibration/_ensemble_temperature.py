@@ -110,6 +110,15 @@ class CalibratedEnsembleTemperature(ArgmaxPreservingMixin, PostHocCalibrator):
     --------
     CalibratedTemperature : The first component alone.
 
+    Notes
+    -----
+    ``T`` is fitted by :class:`CalibratedTemperature`'s search, with its warnings: when
+    ``T`` is degenerate (at the lower bound because every calibration row is classified
+    correctly, at the upper bound because the estimator does no better than uniform on
+    the calibration rows, as with one row or one class) ``fit`` warns, and accepts the
+    data as :class:`CalibratedTemperature` does. The mixture weights then decide how much
+    the degenerate component counts.
+
     References
     ----------
     Zhang, Kailkhura & Han, "Mix-n-Match: Ensemble and Compositional Methods for
@@ -125,6 +134,10 @@ class CalibratedEnsembleTemperature(ArgmaxPreservingMixin, PostHocCalibrator):
     >>> float(clf.fit(X, y).weights_.sum())
     1.0
     """
+
+    # One shared temperature: a single-class calibration set does not collapse it (its
+    # degenerate cases warn in fit_temperature).
+    _collapses_on_one_class = False
 
     def _make_calibrator(self):
         return _EnsembleTemperatureMap()

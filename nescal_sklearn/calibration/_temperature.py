@@ -14,6 +14,20 @@ __all__ = ["CalibratedTemperature", "fit_temperature"]
 
 #: Bounds of the 1-D search over log(T): T between about 4.5e-5 and 2.2e4.
 LOG_TEMPERATURE_BOUNDS = (-10.0, 10.0)
+#: A fitted log(T) this close to the upper bound counts as "at the bound" (T above 2.2e4).
+BOUND_TOLERANCE = 1e-3
+
+
+def _upper_bound_reason(y: np.ndarray) -> str:
+    """Why the NLL of a calibration set can keep falling as the temperature grows."""
+    if y.size == 1:
+        return "There is a single calibration row, and one row cannot calibrate a temperature"
+    if np.unique(y).size == 1:
+        return (
+            "Every calibration row has the same class, and a temperature fitted on one class "
+            "says nothing about the others"
+        )
+    return "On the calibration rows the estimator's logits do no better than a uniform prediction"
 
 
 def fit_temperature(
@@ -39,6 +53,15 @@ def fit_temperature(
     ------
     RuntimeError
         If :func:`scipy.optimize.minimize_scalar` reports a failure.
+
+    Warns
+    -----
+    UserWarning
+        When the temperature is degenerate, at either bound of the search: near the
+        lower bound when every calibration row is already classified correctly (the NLL
+        keeps falling as ``T`` goes to 0), at the upper bound when the NLL keeps falling
+        as ``T`` grows (predictions become uniform), as with one calibration row, a
+        single-class calibration set or an estimator no better than uniform on it.
     """
 
     def nll(log_temperature: float) -> float:
@@ -61,6 +84,19 @@ def fit_temperature(
         raise RuntimeError(
             "Temperature scaling failed to find a temperature: "
             f"scipy.optimize.minimize_scalar reports {result.message!r}."
+        )
+    if result.x >= LOG_TEMPERATURE_BOUNDS[1] - BOUND_TOLERANCE:
+        n_classes = logits.shape[1]
+        warnings.warn(
+            "The fitted temperature is degenerate (at the upper bound of the search, "
+            f"T = {np.exp(result.x):.3g}): the NLL keeps falling as the temperature grows, "
+            "so the temperature-scaled predictions are almost uniform "
+            f"(1/{n_classes} for every class). {_upper_bound_reason(y)}. Calibrate on more "
+            "rows with every class represented (validation_fraction, cv, or more "
+            "calibration data for a FrozenEstimator), or check that the estimator suits "
+            "the calibration data.",
+            UserWarning,
+            stacklevel=3,
         )
     return float(np.exp(result.x))
 
@@ -140,6 +176,25 @@ class CalibratedTemperature(ArgmaxPreservingMixin, LogitOutputMixin, PostHocCali
     sklearn.calibration.CalibratedClassifierCV : ``method="temperature"`` fits the same
         temperature (parameterised by its inverse).
 
+    Notes
+    -----
+    The temperature is degenerate when the NLL has no interior minimum on the
+    calibration data, and ``fit`` then warns (``UserWarning``) with the reason:
+
+    * every calibration row already classified correctly: ``T`` goes to the lower bound
+      and predictions become almost one-hot;
+    * the estimator no better than a uniform prediction on the calibration rows, as with
+      a single calibration row, or rows of a single class, whose class it scores below
+      average: ``T`` goes to the upper bound (about 2.2e4) and predictions become almost
+      uniform.
+
+    A calibration set of one row or of one class is accepted, not refused: a temperature
+    fitted on one class is biased towards that class's confidence but never changes the
+    predicted class, so the model does not collapse (as maps with per-class parameters
+    do, which warn then), and the warnings above fire on the degenerate result itself,
+    whatever its cause. The held-out split calibrates on rows of every class, so such a
+    set comes from a frozen estimator's calibration data or a custom ``cv``.
+
     References
     ----------
     Guo, Pleiss, Sun & Weinberger, "On Calibration of Modern Neural Networks", ICML 2017.
@@ -156,6 +211,10 @@ class CalibratedTemperature(ArgmaxPreservingMixin, LogitOutputMixin, PostHocCali
     >>> bool(clf.temperature_ > 0)
     True
     """
+
+    # One shared temperature: a single-class calibration set does not collapse it (its
+    # degenerate cases warn in fit_temperature).
+    _collapses_on_one_class = False
 
     def _make_calibrator(self):
         return _TemperatureMap()

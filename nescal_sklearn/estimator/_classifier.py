@@ -407,7 +407,13 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         }
 
     def _training_device(self) -> torch.device:
-        device = torch.device(self.device)
+        try:
+            device = torch.device(self.device)
+        except RuntimeError as exc:  # torch's own message lists the device types it knows
+            raise ValueError(
+                f"device={self.device!r} is not a torch device; expected a device string "
+                f"such as 'cpu', 'cuda' or 'cuda:1' (torch: {exc})."
+            ) from None
         if device.type == "cuda" and not torch.cuda.is_available():
             raise ValueError(f"device={self.device!r} was requested but CUDA is not available.")
         return device

@@ -104,8 +104,55 @@ def check_classification_proba(
     return CheckedProba(y_index, proba, labels, weights)
 
 
+def _row_lengths(rows: Any) -> list[int] | None:
+    """Length of each row of a nested sequence, or ``None`` if it is not one."""
+    try:
+        if any(isinstance(row, str | bytes) for row in rows):
+            return None
+        return [len(row) for row in rows]
+    except TypeError:
+        return None
+
+
+def _ragged_message(name: str, rows: Any, expected: str) -> str:
+    lengths = _row_lengths(rows)
+    if lengths is None or len(set(lengths)) < 2:
+        return (
+            f"{name} must be an array of shape {expected}; its nested entries differ in "
+            "length, so they do not form a rectangular array."
+        )
+    first = lengths[0]
+    other = next(index for index, length in enumerate(lengths) if length != first)
+    values = "value" if first == 1 else "values"
+    return (
+        f"{name} must be an array of shape {expected}; its rows differ in length: "
+        f"row 0 has {first} {values} and row {other} has {lengths[other]}."
+    )
+
+
+def _check_same_type(name: str, values: np.ndarray) -> None:
+    """Raise if an object array mixes labels that cannot be compared (e.g. str and int)."""
+    if values.dtype != object:
+        return
+    try:
+        np.unique(values)
+    except TypeError:
+        examples: dict[str, Any] = {}
+        for value in values.tolist():
+            examples.setdefault(type(plain(value)).__name__, value)
+        kinds = sorted(examples)
+        shown = " and ".join(repr(plain(examples[kind])) for kind in kinds)
+        raise ValueError(
+            f"{name} mixes label types that cannot be compared: {' and '.join(kinds)} "
+            f"labels (e.g. {shown}). Use one type for every label of y_true and labels."
+        ) from None
+
+
 def _check_y_true(y_true: Any) -> np.ndarray:
-    y_true = np.asarray(y_true)
+    try:
+        y_true = np.asarray(y_true)
+    except ValueError:
+        raise ValueError(_ragged_message("y_true", y_true, "(n_samples,)")) from None
     if y_true.ndim == 2 and y_true.shape[1] == 1:
         y_true = y_true[:, 0]
     if y_true.ndim != 1:
@@ -118,11 +165,19 @@ def _check_y_true(y_true: Any) -> np.ndarray:
         nan_rows = np.flatnonzero(np.isnan(y_true))
         if nan_rows.size:
             raise ValueError(f"y_true must not contain NaN; got NaN at index {nan_rows[0]}.")
+    _check_same_type("y_true", y_true)
     return y_true
 
 
 def _check_y_proba(y_proba: Any) -> np.ndarray:
-    raw = np.asarray(y_proba)
+    try:
+        raw = np.asarray(y_proba)
+    except ValueError:  # numpy refuses nested sequences of unequal lengths
+        raise ValueError(
+            _ragged_message("y_proba", y_proba, "(n_samples,) or (n_samples, n_classes)")
+        ) from None
+    if raw.dtype == object and raw.ndim == 1 and len(set(_row_lengths(raw) or [])) > 1:
+        raise ValueError(_ragged_message("y_proba", raw, "(n_samples,) or (n_samples, n_classes)"))
     if raw.dtype.kind not in "biuf":
         raise ValueError(f"y_proba must hold numbers; got an array of dtype {raw.dtype}.")
     if raw.ndim not in (1, 2) or (raw.ndim == 2 and raw.shape[1] == 0):
@@ -162,6 +217,7 @@ def _check_labels(labels: Any) -> np.ndarray:
         raise ValueError(f"labels must be 1-D; got an array of shape {labels.shape}.")
     if labels.shape[0] < 2:
         raise ValueError(f"labels must hold at least 2 classes; got {labels.tolist()}.")
+    _check_same_type("labels", labels)
     if np.unique(labels).shape[0] != labels.shape[0]:
         raise ValueError(f"labels must not contain duplicates; got {labels.tolist()}.")
     return labels
