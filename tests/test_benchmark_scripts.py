@@ -27,6 +27,24 @@ def test_overhead_quick():
     assert "graph build (epoch 2)" in out
 
 
+def test_overhead_loss_call_quick():
+    out = run_script("benchmarks/overhead.py", "--quick", "--loss-call", "--repeats", "1")
+    lines = out.splitlines()
+    assert lines[0].startswith("loss call, forward + backward: batch 256, 10 classes, k=10")
+    names = [line[:38].strip() for line in lines[2:]]
+    assert names == [
+        "cross-entropy alone",
+        "CE + soft_target (default)",
+        "CE + soft_target, adaptive=agreement",
+        "CE + soft_target, adaptive=density",
+        "CE + soft_target, target_temperature=2",
+        "CE + js pairwise",
+        "CE + js mean",
+    ]
+    ratios = [float(line.split()[-1]) for line in lines[2:]]
+    assert ratios[0] == 1.0 and all(r > 1.0 for r in ratios[1:])
+
+
 @pytest.mark.skipif(not DATA.is_dir(), reason="the local dev suite ../shared/data is absent")
 def test_quickstart_example_writes_table_and_diagram(tmp_path):
     out = run_script(

@@ -6,6 +6,7 @@ import math
 
 import torch
 from torch import Tensor
+from torch.autograd.function import once_differentiable
 
 __all__ = ["js_divergence", "neighbourhood_penalty", "AGGREGATIONS"]
 
@@ -153,3 +154,131 @@ def neighbourhood_penalty(
     else:
         per_row = js_divergence(log_p, neighbour_mean_log_probs(neighbour_log_probs))
     return weighted_mean(per_row, weights)
+
+
+# ---------------------------------------------------------------------------------------------
+# Fused kernels of NeighbourhoodSmoothing's per-batch call. Each works on detached tensors and
+# returns the penalty and, when asked, its gradient with respect to the logits in closed form;
+# _FusedPenalty hands that gradient to autograd. Same values as the functions above, to
+# float32 round-off, in a few vectorised passes over the batch. Probabilities here are never
+# below the dtype's smallest normal number (see log_softmax_and_probs and PredictionCache), so
+# their logarithms are finite without clamping.
+
+
+class _FusedPenalty(torch.autograd.Function):
+    """``value`` as a function of ``logits`` whose gradient was computed with it: ``grad``."""
+
+    @staticmethod
+    def forward(ctx, logits: Tensor, value: Tensor, grad: Tensor) -> Tensor:
+        ctx.save_for_backward(grad)
+        return value.clone()
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_output: Tensor):
+        (grad,) = ctx.saved_tensors
+        return grad * grad_output, None, None
+
+
+def log_softmax_and_probs(logits: Tensor) -> tuple[Tensor, Tensor]:
+    """``log_softmax(logits)`` and ``softmax(logits)`` over the last axis, in one pass.
+
+    The probabilities are floored at the dtype's smallest normal number (a change
+    below 1.2e-38 in float32), so that no subnormal number enters later arithmetic
+    and their logarithms are finite; the log-probabilities are exact.
+    """
+    finfo = torch.finfo(logits.dtype)
+    shifted = logits - logits.amax(dim=-1, keepdim=True)
+    # exp(shifted) / total >= tiny when shifted >= log(tiny) + log(C), as total <= C.
+    floor = math.log(finfo.tiny) + math.log(max(logits.shape[-1], 1))
+    exp = shifted.clamp(min=floor).exp_()
+    total = exp.sum(dim=-1, keepdim=True)
+    log_p = shifted.sub_(total.log())
+    return log_p, exp.div_(total)
+
+
+def _finite_log_p(log_p: Tensor) -> Tensor:
+    """``log_p`` floored at ``log(tiny)``: ``p · log p`` is then ~0, never ``0 · -inf``."""
+    return log_p.clamp(min=math.log(torch.finfo(log_p.dtype).tiny))
+
+
+def _through_log_softmax(grad_log_p: Tensor, p: Tensor) -> Tensor:
+    """Gradient w.r.t. the logits from the gradient w.r.t. ``log_softmax(logits)``."""
+    return grad_log_p.sub_(p * grad_log_p.sum(dim=-1, keepdim=True))
+
+
+def _weighted_mean(rows: Tensor, weights: Tensor | None) -> Tensor:
+    """``mean_i w_i rows_i`` (plain mean without weights)."""
+    if weights is None:
+        return rows.mean()
+    return rows.dot(weights).div_(rows.shape[0])
+
+
+def _scale_rows(grad: Tensor, weights: Tensor | None, factor: float) -> Tensor:
+    """``grad`` (B, C) multiplied in place by ``factor / B`` (times ``w_i`` on row ``i``)."""
+    factor = factor / grad.shape[0]
+    if weights is None:
+        return grad.mul_(factor)
+    return grad.mul_(weights.mul(factor).unsqueeze_(1))
+
+
+def js_mean_kernel(
+    log_p: Tensor, p: Tensor, mean_q: Tensor, weights: Tensor | None, need_grad: bool
+) -> tuple[Tensor, Tensor | None]:
+    """``mean_i w_i JS(p_i, q̄_i)`` from the neighbours' mean distribution ``q̄`` (B, C).
+
+    ``∂JS(p, q)/∂ log p_c = ½ p_c log(p_c / m_c)`` with ``m = (p + q) / 2``. Rows
+    are clamped to ``[0, log 2]`` (zero gradient outside), as :func:`js_divergence`.
+    ``mean_q`` is overwritten.
+    """
+    log_m = (p + mean_q).mul_(0.5).log_()
+    p_term = _finite_log_p(log_p).sub_(log_m).mul_(p)
+    q_term = mean_q.log().sub_(log_m).mul_(mean_q)
+    raw = q_term.add_(p_term).sum(dim=-1).mul_(0.5)
+    value = _weighted_mean(raw.clamp(min=0.0, max=_LOG2), weights)
+    if not need_grad:
+        return value, None
+    inside = ((raw >= 0.0) & (raw <= _LOG2)).unsqueeze_(1)
+    grad_log_p = _scale_rows(p_term.mul_(inside), weights, 0.5)
+    return value, _through_log_softmax(grad_log_p, p)
+
+
+def js_pairwise_kernel(
+    log_p: Tensor,
+    p: Tensor,
+    neighbour_probs: Tensor,
+    neighbour_neg_entropy: Tensor,
+    weights: Tensor | None,
+    need_grad: bool,
+) -> tuple[Tensor, Tensor | None, Tensor]:
+    """``mean_i w_i mean_j JS(p_i, q_ij)`` from the neighbours' cached probabilities.
+
+    ``neighbour_probs`` is laid out (k, B, C) and is overwritten;
+    ``neighbour_neg_entropy`` (k, B) holds ``Σ_c q_c log q_c`` of each neighbour.
+    With ``s = p + q`` (so ``m = s / 2``)::
+
+        JS(p, q) = log 2 + ½ Σ_c p_c log p_c + ½ Σ_c q_c log q_c − ½ Σ_c s_c log s_c
+        ∂JS / ∂ log p_c = ½ p_c (log p_c + log 2 − log s_c)
+
+    so one logarithm per (row, neighbour, class) gives both the value and the
+    gradient. Each row's mean is clamped to ``[0, log 2]``. Also returns
+    ``Σ_c p_c log p_c`` of the batch rows (for the cache).
+    """
+    n_neighbours = neighbour_probs.shape[0]
+    log_p = _finite_log_p(log_p)
+    neg_entropy = (p * log_p).sum(dim=-1)
+    s = neighbour_probs.add_(p)
+    log_s = s.log()
+    s_log_s = s.mul_(log_s).sum(dim=0).sum(dim=-1)
+    raw = (
+        neighbour_neg_entropy.sum(dim=0)
+        .sub_(s_log_s)
+        .mul_(0.5 / n_neighbours)
+        .add_(neg_entropy, alpha=0.5)
+        .add_(_LOG2)
+    )
+    value = _weighted_mean(raw.clamp_(min=0.0, max=_LOG2), weights)
+    if not need_grad:
+        return value, None, neg_entropy
+    grad_log_p = log_s.sum(dim=0).mul_(-1.0 / n_neighbours).add_(log_p).add_(_LOG2).mul_(p)
+    return value, _through_log_softmax(_scale_rows(grad_log_p, weights, 0.5), p), neg_entropy

@@ -8,8 +8,15 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ._cache import PredictionCache
-from ._divergence import AGGREGATIONS, neighbour_mean_log_probs, neighbourhood_penalty
-from ._soft_target import soft_target_penalty
+from ._divergence import (
+    AGGREGATIONS,
+    _FusedPenalty,
+    js_mean_kernel,
+    js_pairwise_kernel,
+    log_softmax_and_probs,
+    neighbourhood_penalty,
+)
+from ._soft_target import soft_target_kernel, soft_target_penalty
 
 DIVERGENCES = ("js", "soft_target")
 
@@ -99,9 +106,7 @@ class NeighbourhoodSmoothing:
         similarities: Tensor | None = None,
     ) -> None:
         if adaptive not in ADAPTIVE:
-            raise ValueError(
-                f"adaptive must be None, 'agreement' or 'density'; got {adaptive!r}."
-            )
+            raise ValueError(f"adaptive must be None, 'agreement' or 'density'; got {adaptive!r}.")
         if aggregation not in AGGREGATIONS:
             raise ValueError(f"aggregation must be 'pairwise' or 'mean'; got {aggregation!r}.")
         if divergence not in DIVERGENCES:
@@ -129,6 +134,8 @@ class NeighbourhoodSmoothing:
             )
         self.neighbors = neighbors.to(device=cache.log_probs.device, dtype=torch.int64)
         self.cache = cache
+        if divergence == "js" and aggregation == "pairwise":
+            cache.neg_entropy()  # the pairwise kernel reads it; fill it now, not in a batch
         self.aggregation = aggregation
         self.divergence = divergence
         self.target_temperature = target_temperature
@@ -155,6 +162,17 @@ class NeighbourhoodSmoothing:
         -------
         Tensor
             Scalar penalty, differentiable with respect to ``logits``.
+
+        Notes
+        -----
+        The value is that of :func:`soft_target_penalty` or
+        :func:`neighbourhood_penalty` on ``log_softmax(logits)`` and the neighbours'
+        cached log-probabilities, computed in a few fused passes: the neighbours'
+        mean distribution is one gather-and-sum over the cached probabilities, the
+        pairwise Jensen–Shannon needs one logarithm per (row, neighbour, class), and
+        the gradient with respect to the logits is formed in closed form with the
+        value (``w_i / B · (p_i − t_i)`` for the soft target; ``½ p log(p / m)``
+        through ``log_softmax`` for JS), so the backward pass is one multiplication.
         """
         indices = torch.as_tensor(indices)
         if indices.ndim != 1 or logits.ndim != 2 or logits.shape[0] != indices.shape[0]:
@@ -163,15 +181,71 @@ class NeighbourhoodSmoothing:
                 f"{tuple(logits.shape)} and {tuple(indices.shape)}."
             )
         n_samples = self.cache.n_samples
-        if indices.numel() and (int(indices.min()) < 0 or int(indices.max()) >= n_samples):
-            raise IndexError(
-                f"indices must be training-row positions in [0, {n_samples}); got values in "
-                f"[{int(indices.min())}, {int(indices.max())}]."
+        if indices.numel():
+            low, high = (int(v) for v in torch.aminmax(indices))
+            if low < 0 or high >= n_samples:
+                raise IndexError(
+                    f"indices must be training-row positions in [0, {n_samples}); got values "
+                    f"in [{low}, {high}]."
+                )
+        n_neighbours = self.neighbors.shape[1]
+        if n_neighbours == 0 or not logits.is_floating_point():
+            return self._reference_call(logits, indices, target)
+        z = logits.detach()
+        cache = self.cache
+        rows = indices.to(self.neighbors.device)
+        log_p, p = log_softmax_and_probs(z)
+        need_grad = logits.requires_grad and torch.is_grad_enabled()
+        neg_entropy = None
+        if z.shape[0] == 0:
+            value, grad = z.sum() * 0.0, torch.zeros_like(z)
+        elif self.divergence == "js" and self.aggregation == "pairwise":
+            # (k, B) neighbour ids, so the sums over neighbours run over the outer axis.
+            ids = self.neighbors.index_select(0, rows).t().reshape(-1)
+            q = _like(cache.probs.index_select(0, ids), z).view(n_neighbours, z.shape[0], -1)
+            q_neg_entropy = cache.neg_entropy().index_select(0, ids).to(z)
+            sums = q.sum(dim=0) if self.adaptive == "agreement" else None
+            weights = self._row_weights(rows, sums, target, n_neighbours)
+            value, grad, neg_entropy = js_pairwise_kernel(
+                log_p, p, q, q_neg_entropy.view(n_neighbours, -1), weights, need_grad
             )
+        else:
+            ids = self.neighbors.index_select(0, rows)
+            sums = _like(cache.prob_sums(ids), z)
+            weights = self._row_weights(rows, sums, target, n_neighbours)
+            if self.divergence == "js":
+                value, grad = js_mean_kernel(log_p, p, sums.div_(n_neighbours), weights, need_grad)
+            else:
+                soft, log_soft = self._soft_target(sums, ids)
+                value, grad = soft_target_kernel(log_p, p, soft, log_soft, weights, need_grad)
+        cache._write(indices, log_p, p, neg_entropy)
+        if not need_grad:
+            return value
+        return _FusedPenalty.apply(logits, value, grad)
+
+    def _soft_target(self, sums: Tensor, ids: Tensor) -> tuple[Tensor, Tensor]:
+        """The soft target ``q̄^(1/T)`` (renormalised) and its log, from ``Σ_j q_ij``."""
+        temperature = self.target_temperature
+        if temperature == 1.0:
+            target = sums.div_(sums.sum(dim=-1, keepdim=True))
+            return target, target.log()
+        finfo = torch.finfo(sums.dtype)
+        if temperature > 1.0 and bool((sums < ids.shape[1] * finfo.tiny / finfo.eps).any()):
+            # Softening lifts classes whose cached probabilities underflowed (they are
+            # floored at `tiny`); take those means in log space from the log-probabilities.
+            log_mean = torch.logsumexp(self.cache.neighbours(ids).to(sums), dim=1)
+        else:
+            log_mean = sums.log_()
+        log_target, target = log_softmax_and_probs(log_mean.div_(temperature))
+        return target, log_target
+
+    def _reference_call(self, logits: Tensor, indices: Tensor, target: Tensor | None) -> Tensor:
+        """The unfused computation, for the cases the fused kernels do not take (k = 0)."""
         log_p = F.log_softmax(logits, dim=-1)
         neighbour_ids = self.neighbors[indices.to(self.neighbors.device)]
         neighbour_log_probs = self.cache.neighbours(neighbour_ids).to(log_p.device)
-        weights = self._row_weights(indices, neighbour_log_probs, target)
+        sums = neighbour_log_probs.detach().exp().sum(dim=1)
+        weights = self._row_weights(indices, sums, target, neighbour_log_probs.shape[1])
         if self.divergence == "soft_target":
             value = soft_target_penalty(
                 log_p, neighbour_log_probs, temperature=self.target_temperature, weights=weights
@@ -184,22 +258,22 @@ class NeighbourhoodSmoothing:
         return value
 
     def _row_weights(
-        self, indices: Tensor, neighbour_log_probs: Tensor, target: Tensor | None
+        self, indices: Tensor, prob_sums: Tensor, target: Tensor | None, n_neighbours: int
     ) -> Tensor | None:
+        """Per-row weights of ``adaptive`` (None without); ``prob_sums`` is ``Σ_j q_ij``."""
         if self.adaptive == "density":
-            return self.row_weights[indices.to(self.row_weights.device)]
+            return self.row_weights.index_select(0, indices.to(self.row_weights.device))
         if self.adaptive != "agreement":
             return None
         if target is None:
             raise ValueError("adaptive='agreement' needs the batch's target labels; got None.")
-        target = torch.as_tensor(target, device=neighbour_log_probs.device).long()
+        target = torch.as_tensor(target, device=prob_sums.device).long()
         if target.shape != indices.shape:
             raise ValueError(
                 f"target must have shape {tuple(indices.shape)} like indices; got "
                 f"{tuple(target.shape)}."
             )
-        log_mean = neighbour_mean_log_probs(neighbour_log_probs.detach())
-        on_label = log_mean.gather(1, target.unsqueeze(1)).squeeze(1).exp()
+        on_label = prob_sums.gather(1, target.unsqueeze(1)).squeeze(1) / n_neighbours
         return (1.0 - on_label).clamp(min=0.0, max=1.0)
 
     def to(self, device: torch.device | str) -> NeighbourhoodSmoothing:
@@ -217,6 +291,13 @@ class NeighbourhoodSmoothing:
             f"n_classes={self.cache.n_classes}, aggregation={self.aggregation!r}, "
             f"divergence={self.divergence!r}, adaptive={self.adaptive!r})"
         )
+
+
+def _like(values: Tensor, like: Tensor) -> Tensor:
+    """Cached probabilities on ``like``'s device and dtype, still at least ``tiny`` there."""
+    if values.dtype == like.dtype and values.device == like.device:
+        return values
+    return values.to(like).clamp_(min=torch.finfo(like.dtype).tiny)
 
 
 def _density_weights(similarities, shape: tuple[int, int]) -> Tensor:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import Tensor
 
-from ._divergence import neighbour_mean_log_probs, weighted_mean
+from ._divergence import _scale_rows, neighbour_mean_log_probs, weighted_mean
 
 __all__ = ["soft_target_penalty"]
 
@@ -50,9 +50,13 @@ def soft_target_penalty(
     >>> round(float(soft_target_penalty(log_p, neighbours)), 4)  # KL((.8,.2) || (.5,.5))
     0.1927
     """
-    if log_p.ndim != 2 or neighbour_log_probs.ndim != 3 or (
-        neighbour_log_probs.shape[0] != log_p.shape[0]
-        or neighbour_log_probs.shape[2] != log_p.shape[1]
+    if (
+        log_p.ndim != 2
+        or neighbour_log_probs.ndim != 3
+        or (
+            neighbour_log_probs.shape[0] != log_p.shape[0]
+            or neighbour_log_probs.shape[2] != log_p.shape[1]
+        )
     ):
         raise ValueError(
             "log_p must have shape (B, C) and neighbour_log_probs shape (B, k, C); got "
@@ -65,3 +69,25 @@ def soft_target_penalty(
     per_row = F.kl_div(log_p, log_target, reduction="none", log_target=True).sum(-1)
     return weighted_mean(per_row, weights)
 
+
+def soft_target_kernel(
+    log_p: Tensor,
+    p: Tensor,
+    target: Tensor,
+    log_target: Tensor,
+    weights: Tensor | None,
+    need_grad: bool,
+) -> tuple[Tensor, Tensor | None]:
+    """``mean_i w_i KL(t_i ‖ p_i)`` and its gradient w.r.t. the logits, ``w_i / B · (p_i − t_i)``.
+
+    ``target`` (B, C) is the soft target ``t`` (rows summing to 1), ``log_target``
+    its (finite) logarithm, which is overwritten.
+    """
+    terms = log_target.sub_(log_p).mul_(target)
+    if weights is None:
+        value = terms.sum().div_(terms.shape[0])
+    else:
+        value = terms.sum(dim=-1).dot(weights).div_(terms.shape[0])
+    if not need_grad:
+        return value, None
+    return value, _scale_rows(p - target, weights, 1.0)
