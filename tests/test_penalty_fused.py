@@ -44,6 +44,18 @@ def _problem(scale: float, seed: int):
     return neighbors, initial, similarities, indices, logits, target
 
 
+def _smoothing(neighbors, initial, variant, **kwargs) -> NeighbourhoodSmoothing:
+    divergence, aggregation, temperature = variant
+    return NeighbourhoodSmoothing(
+        neighbors,
+        initial,
+        divergence=divergence,
+        aggregation=aggregation,
+        target_temperature=temperature,
+        **kwargs,
+    )
+
+
 def _reference(neighbors, initial, similarities, indices, logits, target, variant, adaptive):
     """Value, gradient and refreshed cache from the unfused formulas, in float64."""
     divergence, aggregation, temperature = variant
@@ -70,75 +82,53 @@ def _reference(neighbors, initial, similarities, indices, logits, target, varian
     return value.item(), logits.grad, cache
 
 
+def _fused_and_reference(variant, adaptive, scale, seed, dtype):
+    """The fused call on ``dtype`` logits and cache, and the float64 reference."""
+    neighbors, initial, similarities, indices, logits, target = _problem(scale, seed)
+    smoothing = _smoothing(
+        neighbors, initial.to(dtype), variant, adaptive=adaptive, similarities=similarities
+    )
+    z = logits.to(dtype, copy=True).requires_grad_(True)
+    value = smoothing(z, indices, target)
+    value.backward()
+    reference = _reference(
+        neighbors, initial, similarities, indices, logits, target, variant, adaptive
+    )
+    return (value.item(), z.grad.double(), smoothing.cache), reference
+
+
 @pytest.mark.parametrize(
     ("variant", "adaptive", "scale"),
     list(itertools.product(VARIANTS, [None, "agreement", "density"], [1.0, 10.0, 50.0])),
 )
 def test_fused_call_matches_the_unfused_formulas(variant, adaptive, scale):
-    divergence, aggregation, temperature = variant
-    neighbors, initial, similarities, indices, logits, target = _problem(scale, seed=7)
-    smoothing = NeighbourhoodSmoothing(
-        neighbors,
-        initial,
-        divergence=divergence,
-        aggregation=aggregation,
-        target_temperature=temperature,
-        adaptive=adaptive,
-        similarities=similarities,
+    (value, grad, cache), (ref_value, ref_grad, ref_cache) = _fused_and_reference(
+        variant, adaptive, scale, seed=7, dtype=torch.float32
     )
-    logits32 = logits.clone().requires_grad_(True)
-    value = smoothing(logits32, indices, target)
-    value.backward()
-
-    ref_value, ref_grad, ref_cache = _reference(
-        neighbors, initial, similarities, indices, logits, target, variant, adaptive
-    )
-    assert value.item() == pytest.approx(ref_value, rel=1e-4, abs=1e-6)
-    torch.testing.assert_close(logits32.grad.double(), ref_grad, rtol=1e-3, atol=1e-6)
+    assert value == pytest.approx(ref_value, rel=1e-4, abs=1e-6)
+    torch.testing.assert_close(grad, ref_grad, rtol=1e-3, atol=1e-6)
     # The cache holds the batch's exact log-probabilities; its probability form is
     # their exponential floored at the smallest normal float32.
-    torch.testing.assert_close(smoothing.cache.log_probs.double(), ref_cache, rtol=1e-5, atol=1e-4)
-    torch.testing.assert_close(
-        smoothing.cache.probs, smoothing.cache.log_probs.exp().clamp(min=torch.finfo().tiny)
-    )
+    torch.testing.assert_close(cache.log_probs.double(), ref_cache, rtol=1e-5, atol=1e-4)
+    torch.testing.assert_close(cache.probs, cache.log_probs.exp().clamp(min=torch.finfo().tiny))
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_fused_call_in_float64_agrees_to_round_off(variant):
-    divergence, aggregation, temperature = variant
-    neighbors, initial, similarities, indices, logits, target = _problem(3.0, seed=3)
-    smoothing = NeighbourhoodSmoothing(
-        neighbors,
-        initial.double(),
-        divergence=divergence,
-        aggregation=aggregation,
-        target_temperature=temperature,
+    (value, grad, _), (ref_value, ref_grad, _) = _fused_and_reference(
+        variant, None, 3.0, seed=3, dtype=torch.float64
     )
-    logits64 = logits.double().requires_grad_(True)
-    value = smoothing(logits64, indices, target)
-    value.backward()
-    ref_value, ref_grad, _ = _reference(
-        neighbors, initial, similarities, indices, logits, target, variant, None
-    )
-    assert value.item() == pytest.approx(ref_value, rel=1e-8, abs=1e-12)
-    torch.testing.assert_close(logits64.grad, ref_grad, rtol=1e-7, atol=1e-12)
+    assert value == pytest.approx(ref_value, rel=1e-8, abs=1e-12)
+    torch.testing.assert_close(grad, ref_grad, rtol=1e-7, atol=1e-12)
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_fused_call_matches_autograd_finite_differences(variant):
     """The closed-form gradient is the gradient of the returned value (gradcheck)."""
-    divergence, aggregation, temperature = variant
     neighbors, initial, _, indices, logits, target = _problem(2.0, seed=11)
 
     def penalty(z):
-        smoothing = NeighbourhoodSmoothing(
-            neighbors,
-            initial.double(),
-            divergence=divergence,
-            aggregation=aggregation,
-            target_temperature=temperature,
-        )
-        return smoothing(z, indices, target)
+        return _smoothing(neighbors, initial.double(), variant)(z, indices, target)
 
     assert torch.autograd.gradcheck(penalty, (logits.double().requires_grad_(True),))
 
@@ -156,14 +146,8 @@ def test_without_grad_the_call_returns_a_plain_value_and_still_refreshes_the_cac
 
 def test_an_empty_batch_gives_zero_with_a_zero_gradient():
     neighbors, initial, *_ = _problem(1.0, seed=2)
-    for divergence, aggregation, temperature in VARIANTS:
-        smoothing = NeighbourhoodSmoothing(
-            neighbors,
-            initial,
-            divergence=divergence,
-            aggregation=aggregation,
-            target_temperature=temperature,
-        )
+    for variant in VARIANTS:
+        smoothing = _smoothing(neighbors, initial, variant)
         logits = torch.zeros(0, N_CLASSES, requires_grad=True)
         value = smoothing(logits, torch.zeros(0, dtype=torch.int64))
         value.backward()
