@@ -61,7 +61,7 @@ class NeSCalLoss(TrainingLoss):
         Length of the base-loss warm-up: an ``int`` is a number of epochs, a ``float``
         in [0, 1) a fraction of ``max_epochs`` (rounded down). ``"auto"`` ends the
         warm-up where the base loss's validation NLL stops improving (no improvement
-        for ``warmup_patience`` epochs), restores that best checkpoint (weights and
+        for ``warmup_patience`` epochs), restores that best checkpoint's weights (not the
         optimizer state) and builds the graph there; it needs validation rows
         (the estimator's early stopping).
     warmup_patience : int, default=5
