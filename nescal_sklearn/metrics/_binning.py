@@ -132,10 +132,8 @@ def reliability_curve(
     >>> curve.accuracy
     array([nan, nan, 0.5, 1. , nan])
     """
-    n_bins = check_n_bins(n_bins)
-    strategy = check_strategy(strategy)
-    checked = check_classification_proba(
-        y_true, y_proba, labels=labels, sample_weight=sample_weight
+    checked, n_bins, strategy = _check_inputs(
+        y_true, y_proba, n_bins, strategy, labels, sample_weight
     )
     return curve_from_checked(checked, resolve_kind(kind, checked.labels), n_bins, strategy)
 
@@ -157,20 +155,8 @@ def classwise_reliability_curves(
 
     Parameters
     ----------
-    y_true : array-like of shape (n_samples,)
-        True class of each row (integers, strings, ...).
-    y_proba : array-like of shape (n_samples,), (n_samples, 1) or (n_samples, n_classes)
-        Predicted probabilities, columns in the order of ``labels``; a 1-D array is
-        the probability of the second class of a binary problem.
-    n_bins : int, default=15
-        Number of bins.
-    strategy : {"uniform", "quantile"}, default="uniform"
-        Equal-width bins on [0, 1], or bins holding equal weight.
-    labels : array-like of shape (n_classes,), default=None
-        The class of each column of ``y_proba``; defaults to the sorted unique
-        values of ``y_true`` and is required when ``y_true`` lacks a class.
-    sample_weight : array-like of shape (n_samples,), default=None
-        Non-negative weight of each row.
+    y_true, y_proba, n_bins, strategy, labels, sample_weight
+        As in :func:`reliability_curve` (same defaults).
 
     Returns
     -------
@@ -196,15 +182,25 @@ def classwise_reliability_curves(
     >>> [round(ece_from_curve(curve), 6) for curve in curves.values()]
     [0.3, 0.325, 0.125]
     """
-    n_bins = check_n_bins(n_bins)
-    strategy = check_strategy(strategy)
-    checked = check_classification_proba(
-        y_true, y_proba, labels=labels, sample_weight=sample_weight
+    checked, n_bins, strategy = _check_inputs(
+        y_true, y_proba, n_bins, strategy, labels, sample_weight
     )
     return {
         label: curve_from_checked(checked, column, n_bins, strategy)
         for column, label in enumerate(checked.labels.tolist())
     }
+
+
+def _check_inputs(
+    y_true: Any, y_proba: Any, n_bins: Any, strategy: Any, labels: Any, sample_weight: Any
+) -> tuple[CheckedProba, int, str]:
+    """The validated inputs of a reliability curve: ``(checked, n_bins, strategy)``."""
+    n_bins = check_n_bins(n_bins)
+    strategy = check_strategy(strategy)
+    checked = check_classification_proba(
+        y_true, y_proba, labels=labels, sample_weight=sample_weight
+    )
+    return checked, n_bins, strategy
 
 
 def curve_from_checked(

@@ -58,6 +58,11 @@ def _mce_of_curve(curve: ReliabilityCurve) -> float:
     return float(np.max(np.abs(curve.accuracy[nonempty] - curve.confidence[nonempty])))
 
 
+def _binning(n_bins: Any, strategy: Any, labels: Any, sample_weight: Any) -> dict[str, Any]:
+    """The binning arguments that every error of this module passes on unchanged."""
+    return dict(n_bins=n_bins, strategy=strategy, labels=labels, sample_weight=sample_weight)
+
+
 def expected_calibration_error(
     y_true: Any,
     y_proba: Any,
@@ -114,16 +119,8 @@ def expected_calibration_error(
     >>> round(expected_calibration_error(y_true, y_proba, n_bins=5), 6)
     0.15
     """
-    curve = reliability_curve(
-        y_true,
-        y_proba,
-        n_bins=n_bins,
-        strategy=strategy,
-        labels=labels,
-        sample_weight=sample_weight,
-        kind=kind,
-    )
-    return ece_from_curve(curve)
+    binning = _binning(n_bins, strategy, labels, sample_weight)
+    return ece_from_curve(reliability_curve(y_true, y_proba, kind=kind, **binning))
 
 
 def maximum_calibration_error(
@@ -177,16 +174,8 @@ def maximum_calibration_error(
     >>> round(maximum_calibration_error(y_true, y_proba, n_bins=5), 6)
     0.2
     """
-    curve = reliability_curve(
-        y_true,
-        y_proba,
-        n_bins=n_bins,
-        strategy=strategy,
-        labels=labels,
-        sample_weight=sample_weight,
-        kind=kind,
-    )
-    return _mce_of_curve(curve)
+    binning = _binning(n_bins, strategy, labels, sample_weight)
+    return _mce_of_curve(reliability_curve(y_true, y_proba, kind=kind, **binning))
 
 
 def classwise_calibration_error(
@@ -240,12 +229,6 @@ def classwise_calibration_error(
     >>> round(classwise_calibration_error(y_true, y_proba, n_bins=5), 6)
     0.25
     """
-    curves = classwise_reliability_curves(
-        y_true,
-        y_proba,
-        n_bins=n_bins,
-        strategy=strategy,
-        labels=labels,
-        sample_weight=sample_weight,
-    )
+    binning = _binning(n_bins, strategy, labels, sample_weight)
+    curves = classwise_reliability_curves(y_true, y_proba, **binning)
     return float(np.mean([ece_from_curve(curve) for curve in curves.values()]))

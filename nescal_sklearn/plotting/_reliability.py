@@ -251,15 +251,8 @@ class ReliabilityDisplay:
         >>> display.line_.get_xydata().tolist()
         [[0.6, 0.5], [0.8, 1.0]]
         """
-        curve = reliability_curve(
-            y_true,
-            y_proba,
-            n_bins=n_bins,
-            strategy=strategy,
-            labels=labels,
-            sample_weight=sample_weight,
-            kind=kind,
-        )
+        binning = _binning(n_bins, strategy, labels, sample_weight)
+        curve = reliability_curve(y_true, y_proba, kind=kind, **binning)
         display = cls._from_curve(curve, name=name, kind=kind)
         return display.plot(ax=ax, show_histogram=show_histogram, ref_line=ref_line, **kwargs)
 
@@ -421,14 +414,8 @@ def plot_classwise_reliability(
     >>> [round(d.ece, 6) for d in displays]
     [0.3, 0.325, 0.125]
     """
-    curves = classwise_reliability_curves(
-        y_true,
-        y_proba,
-        n_bins=n_bins,
-        strategy=strategy,
-        labels=labels,
-        sample_weight=sample_weight,
-    )
+    binning = _binning(n_bins, strategy, labels, sample_weight)
+    curves = classwise_reliability_curves(y_true, y_proba, **binning)
     n_classes = len(curves)
     if axes is None:
         import matplotlib.pyplot as plt
@@ -445,6 +432,11 @@ def plot_classwise_reliability(
         ax.set_title(f"Class {label} vs rest")
         displays.append(display)
     return displays
+
+
+def _binning(n_bins: Any, strategy: Any, labels: Any, sample_weight: Any) -> dict[str, Any]:
+    """The binning arguments that the diagrams pass on to the metrics unchanged."""
+    return dict(n_bins=n_bins, strategy=strategy, labels=labels, sample_weight=sample_weight)
 
 
 def _legend_label(name: str | None, ece: float | None) -> str | None:
