@@ -35,15 +35,7 @@ from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.utils._param_validation import InvalidParameterError
 
-from nescal_sklearn import NeSCalClassifier, PenaltyInactiveWarning
-from nescal_sklearn.calibration import (
-    CalibratedEnsembleTemperature,
-    CalibratedHistogramBinning,
-    CalibratedIsotonic,
-    CalibratedMatrixScaling,
-    CalibratedTemperature,
-    CalibratedVectorScaling,
-)
+from nescal_sklearn import NeSCalClassifier, PenaltyInactiveWarning, calibration
 from nescal_sklearn.metrics import (
     classwise_calibration_error,
     expected_calibration_error,
@@ -518,9 +510,9 @@ CAL_ROWS, CAL_CLASSES = 80, 4
 CAL_PROBA = (CAL_ROWS, CAL_CLASSES)
 
 
-def ct(estimator=None, **params) -> CalibratedTemperature:
+def ct(estimator=None, **params) -> calibration.CalibratedTemperature:
     estimator = LogisticRegression(max_iter=200) if estimator is None else estimator
-    return CalibratedTemperature(estimator, random_state=0, **params)
+    return calibration.CalibratedTemperature(estimator, random_state=0, **params)
 
 
 def lr() -> LogisticRegression:
@@ -550,11 +542,11 @@ class CalibratorContext:
         return FrozenEstimator(self.model)
 
     @cached_property
-    def fitted(self) -> CalibratedTemperature:
+    def fitted(self) -> calibration.CalibratedTemperature:
         return ct(lr()).fit(self.X, self.y)
 
     @cached_property
-    def fitted_frozen(self) -> CalibratedTemperature:
+    def fitted_frozen(self) -> calibration.CalibratedTemperature:
         return ct(self.frozen).fit(self.X, self.y)
 
     def with_value(self, value) -> np.ndarray:
@@ -771,32 +763,35 @@ A2_CASES = [
          lambda c: ct(c.frozen).fit(c.X, np.where(np.arange(CAL_ROWS) == 0, np.nan, c.y)),
          Raises(ValueError, "Input y contains NaN.")),
     Case("T45", "CalibratedHistogramBinning n_bins=0",
-         lambda c: CalibratedHistogramBinning(lr(), n_bins=0).fit(c.X, c.y),
+         lambda c: calibration.CalibratedHistogramBinning(lr(), n_bins=0).fit(c.X, c.y),
          _cal_invalid("n_bins", "an int in the range [1, inf)", "0",
                       owner="CalibratedHistogramBinning")),
     Case("T46", "CalibratedHistogramBinning n_bins=10000 (> rows)",
-         lambda c: c.proba(CalibratedHistogramBinning(lr(), n_bins=10000, random_state=0)),
+         lambda c: c.proba(
+             calibration.CalibratedHistogramBinning(lr(), n_bins=10000, random_state=0)),
          Returns(CAL_PROBA)),
     Case("T47", "CalibratedVectorScaling reg_lambda=-1 (no such parameter)",
-         lambda c: CalibratedVectorScaling(lr(), reg_lambda=-1),
+         lambda c: calibration.CalibratedVectorScaling(lr(), reg_lambda=-1),
          Raises(TypeError, "got an unexpected keyword argument 'reg_lambda'")),
     Case("T48", "CalibratedMatrixScaling reg_mu=nan",
-         lambda c: CalibratedMatrixScaling(lr(), reg_mu=np.nan).fit(c.X, c.y),
+         lambda c: calibration.CalibratedMatrixScaling(lr(), reg_mu=np.nan).fit(c.X, c.y),
          _cal_invalid("reg_mu", "a float in the range [0.0, inf)", "nan",
                       owner="CalibratedMatrixScaling")),
     # T49 was rated ok, but the isotonic map then predicts the one class for every row.
     Case("T49", "CalibratedIsotonic(Frozen), calibration y of one class",
-         lambda c: _frozen_fit_proba(c, CalibratedIsotonic(c.frozen), *_cal_class_only(c)),
+         lambda c: _frozen_fit_proba(
+             c, calibration.CalibratedIsotonic(c.frozen), *_cal_class_only(c)),
          Returns(CAL_PROBA, warns=((UserWarning, ONE_CLASS),))),
     Case("T50", "CalibratedEnsembleTemperature(Frozen), calibration y of one class",
          lambda c: _frozen_fit_proba(
-             c, CalibratedEnsembleTemperature(c.frozen), *c.one_class_scored_high()),
+             c, calibration.CalibratedEnsembleTemperature(c.frozen), *c.one_class_scored_high()),
          Returns(CAL_PROBA)),
     Case("T51", "CalibratedMatrixScaling(Frozen), 2 calibration rows",
-         lambda c: _frozen_fit_proba(c, CalibratedMatrixScaling(c.frozen), c.X[:2], c.y[:2]),
+         lambda c: _frozen_fit_proba(
+             c, calibration.CalibratedMatrixScaling(c.frozen), c.X[:2], c.y[:2]),
          Returns(CAL_PROBA)),
     Case("T52", "CalibratedVectorScaling(Frozen), X with NaN",
-         lambda c: CalibratedVectorScaling(c.frozen).fit(c.with_value(np.nan), c.y),
+         lambda c: calibration.CalibratedVectorScaling(c.frozen).fit(c.with_value(np.nan), c.y),
          Raises(ValueError, NAN_X)),
     Case("T53", "CT(Frozen), 1 calibration row",
          lambda c: _frozen_fit_proba(c, ct(c.frozen), *c.one_row_scored_low()),

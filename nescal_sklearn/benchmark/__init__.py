@@ -7,8 +7,9 @@ pandas, scikit-learn or torch.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from .._compat.lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
     "compare_markdown": "_compare",
@@ -66,20 +67,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
-    try:
-        module = _EXPORTS[name]
-    except KeyError:
-        raise AttributeError(
-            f"module 'nescal_sklearn.benchmark' has no attribute {name!r}"
-        ) from None
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(list(globals()) + __all__)
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
 
 
 if TYPE_CHECKING:  # pragma: no cover - for static analysers only

@@ -12,14 +12,7 @@ import numpy as np
 from scipy.special import entr
 from sklearn.metrics import accuracy_score, roc_auc_score
 
-from ..calibration import (
-    CalibratedEnsembleTemperature,
-    CalibratedHistogramBinning,
-    CalibratedIsotonic,
-    CalibratedMatrixScaling,
-    CalibratedTemperature,
-    CalibratedVectorScaling,
-)
+from .. import calibration
 from ..metrics import (
     brier_score_loss,
     classwise_calibration_error,
@@ -137,10 +130,10 @@ def ood_metrics(proba_in: np.ndarray, proba_out: np.ndarray) -> dict[str, float]
 
 #: Calibrator name in a configuration -> class of :mod:`nescal_sklearn.calibration`.
 CALIBRATORS: dict[str, type] = {
-    "temperature": CalibratedTemperature,
-    "vector": CalibratedVectorScaling,
-    "matrix": CalibratedMatrixScaling,
-    "isotonic": CalibratedIsotonic,
-    "histogram": CalibratedHistogramBinning,
-    "ensemble_temperature": CalibratedEnsembleTemperature,
+    "temperature": calibration.CalibratedTemperature,
+    "vector": calibration.CalibratedVectorScaling,
+    "matrix": calibration.CalibratedMatrixScaling,
+    "isotonic": calibration.CalibratedIsotonic,
+    "histogram": calibration.CalibratedHistogramBinning,
+    "ensemble_temperature": calibration.CalibratedEnsembleTemperature,
 }
