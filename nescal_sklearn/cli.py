@@ -203,25 +203,14 @@ def _main(args) -> int:
             return 0
         if args.jobs < 1:
             raise ConfigError("--jobs", f"expected int >= 1, got {args.jobs}")
+        # the settings that the run and its dry run share
+        options = {"jobs": args.jobs, "scheduler": args.scheduler, "resume": args.resume}
         if args.dry_run:
-            text = dry_run(
-                config,
-                jobs=args.jobs,
-                scheduler=args.scheduler,
-                resume=args.resume,
-                estimate_from=args.estimate_from,
-            )
-            print(text)
+            print(dry_run(config, **options, estimate_from=args.estimate_from))
             return 0
         if args.estimate_from:
             raise ConfigError("--estimate-from", "only used with --dry-run")
-        summary = run_benchmark(
-            config,
-            jobs=args.jobs,
-            scheduler=args.scheduler,
-            resume=args.resume,
-            break_lock=args.break_lock,
-        )
+        summary = run_benchmark(config, **options, break_lock=args.break_lock)
     except (
         CompareError, ConfigError, RunError, OpenMLUnavailableError, OSError
     ) as exc:  # fmt: skip

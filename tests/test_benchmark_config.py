@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import copy
-import inspect
 import json
 import re
 from pathlib import Path
 
 import pytest
+from _benchmark_helpers import set_default
 
 from nescal_sklearn.benchmark import (
     ConfigError,
@@ -437,18 +437,6 @@ def test_shipped_configs_validate(name):
     assert config.confirm_seeds and config.methods
     again = validate_config(config.to_json(), check_files=False)
     assert again == config  # e.g. the imbalance option survives the round trip
-
-
-def set_default(monkeypatch, function, name, value):
-    """Change the default of parameter ``name`` of ``function`` for one test."""
-    if function.__kwdefaults__ and name in function.__kwdefaults__:
-        monkeypatch.setitem(function.__kwdefaults__, name, value)
-        return
-    params = inspect.signature(function).parameters.values()
-    positional = [p.name for p in params if p.default is not p.empty and p.kind != p.KEYWORD_ONLY]
-    defaults = list(function.__defaults__)
-    defaults[positional.index(name)] = value
-    monkeypatch.setattr(function, "__defaults__", tuple(defaults))
 
 
 def test_random_graph_control_is_read_from_the_resolved_parameters(monkeypatch):

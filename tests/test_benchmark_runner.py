@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import io
 import json
 import re
@@ -10,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _benchmark_helpers import deterministic, set_default
 from scipy.stats import wilcoxon
 
 import nescal_sklearn
@@ -54,11 +54,6 @@ def write_config(directory: Path, data: dict, name: str = "tiny.json") -> Path:
     path = directory / name
     path.write_text(json.dumps(data))
     return path
-
-
-def deterministic(record: dict) -> dict:
-    """A record without its timing and host (the ``run`` section)."""
-    return {k: v for k, v in record.items() if k != "run"}
 
 
 @pytest.fixture(scope="module")
@@ -324,18 +319,6 @@ def test_failed_fits_are_reported_and_retried(tmp_path, capsys):
     assert "## Failed fits" in (tmp_path / "results" / "report.md").read_text()
     assert main(["run", str(path), "--resume"]) == 1  # retried, fails again
     assert "1 already recorded, 1 failed" in capsys.readouterr().err
-
-
-def set_default(monkeypatch, function, name, value):
-    """Change the default of parameter ``name`` of ``function`` for one test."""
-    if function.__kwdefaults__ and name in function.__kwdefaults__:
-        monkeypatch.setitem(function.__kwdefaults__, name, value)
-        return
-    params = inspect.signature(function).parameters.values()
-    positional = [p.name for p in params if p.default is not p.empty and p.kind != p.KEYWORD_ONLY]
-    defaults = list(function.__defaults__)
-    defaults[positional.index(name)] = value
-    monkeypatch.setattr(function, "__defaults__", tuple(defaults))
 
 
 SMALL = {

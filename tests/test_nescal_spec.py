@@ -11,16 +11,11 @@ import torch
 from sklearn.base import clone
 from torch import nn
 
-from nescal_sklearn.graph import GRAPHS, KNN_METHODS, REDUCTIONS, neighbourhood_from_model
+from nescal_sklearn import graph, penalties
+from nescal_sklearn.graph import neighbourhood_from_model
 from nescal_sklearn.losses import LabelSmoothingLoss, NeSCalLoss
-from nescal_sklearn.penalties import (
-    ADAPTIVE,
-    AGGREGATIONS,
-    DIVERGENCES,
-    SCHEDULES,
-    NeighbourhoodSmoothing,
-    NeSCalRuntime,
-)
+from nescal_sklearn.losses._nescal import CHOICES
+from nescal_sklearn.penalties import NeighbourhoodSmoothing, NeSCalRuntime
 
 
 def _net(n_features=3, n_classes=2, seed=0):
@@ -89,19 +84,10 @@ def test_runtime_schedule_and_penalty_by_hand():
     torch.testing.assert_close(runtime.smoothing.cache.log_probs[0].exp(), torch.tensor([0.5, 0.5]))
 
 
-@pytest.mark.parametrize(
-    ("param", "allowed"),
-    [
-        ("schedule", SCHEDULES),
-        ("aggregation", AGGREGATIONS),
-        ("graph", GRAPHS),
-        ("reduction", REDUCTIONS),
-        ("graph_method", KNN_METHODS),
-        ("divergence", DIVERGENCES),
-        ("adaptive", ADAPTIVE),
-    ],
-)
+@pytest.mark.parametrize(("param", "allowed"), list(CHOICES.items()), ids=list(CHOICES))
 def test_allowed_values_come_from_the_layer_that_implements_them(param, allowed):
+    layer_constants = [*vars(penalties).values(), *vars(graph).values()]
+    assert any(allowed is constant for constant in layer_constants)
     message = f"NeSCalLoss: {param} must be one of {list(allowed)}; got 'nope'."
     with pytest.raises(ValueError, match=re.escape(message)):
         NeSCalLoss(**{param: "nope"}).validate()

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
+from _benchmark_helpers import deterministic
 
 from nescal_sklearn.benchmark import (
     BenchmarkWarning,
@@ -58,10 +59,6 @@ def write_config(directory: Path, data: dict = CONFIG) -> Path:
     path = directory / "crash.json"
     path.write_text(json.dumps({**data, "output": str(directory / "results")}))
     return path
-
-
-def deterministic(record: dict) -> dict:
-    return {k: v for k, v in record.items() if k != "run"}
 
 
 @pytest.fixture(scope="module")

@@ -122,6 +122,14 @@ def _real(path: str, entry: Mapping, key: str, default: float | None, low: float
     return float(value)
 
 
+def _one_number(cls, path: str, entry: Mapping, key: str, default, low: float, high=None):
+    """The condition ``cls`` of an entry with one number, ``key`` (checked by :func:`_real`);
+    its default name is ``<kind>_<number>``."""
+    _mapping(path, entry, ("name", "kind", key))
+    value = _real(path, entry, key, default, low, high)
+    return cls(entry.get("name", f"{cls.kind}_{value:g}"), value)
+
+
 @dataclass(frozen=True)
 class GaussianNoise(ShiftCondition):
     """Independent N(0, sd²) noise added to every entry of the preprocessed test matrix.
@@ -145,9 +153,7 @@ class GaussianNoise(ShiftCondition):
 
     @classmethod
     def from_config(cls, path: str, entry: Mapping[str, Any]) -> GaussianNoise:
-        _mapping(path, entry, ("name", "kind", "sd"))
-        sd = _real(path, entry, "sd", None, 0.0)
-        return cls(entry.get("name", f"{cls.kind}_{sd:g}"), sd)
+        return _one_number(cls, path, entry, "sd", None, 0.0)
 
     def params(self) -> dict:
         return {"sd": self.sd}
@@ -178,9 +184,7 @@ class MissingEntries(ShiftCondition):
 
     @classmethod
     def from_config(cls, path: str, entry: Mapping[str, Any]) -> MissingEntries:
-        _mapping(path, entry, ("name", "kind", "fraction"))
-        fraction = _real(path, entry, "fraction", None, 0.0, 1.0)
-        return cls(entry.get("name", f"{cls.kind}_{fraction:g}"), fraction)
+        return _one_number(cls, path, entry, "fraction", None, 0.0, 1.0)
 
     def params(self) -> dict:
         return {"fraction": self.fraction}
@@ -225,9 +229,7 @@ class ScaledRows(OODCondition):
 
     @classmethod
     def from_config(cls, path: str, entry: Mapping[str, Any]) -> ScaledRows:
-        _mapping(path, entry, ("name", "kind", "factor"))
-        factor = _real(path, entry, "factor", 4.0, 0.0)
-        return cls(entry.get("name", f"{cls.kind}_{factor:g}"), factor)
+        return _one_number(cls, path, entry, "factor", 4.0, 0.0)
 
     def params(self) -> dict:
         return {"factor": self.factor}

@@ -123,16 +123,21 @@ def method_entry(path: str, entry: Any, *, check_params: bool = True) -> MethodS
     return MethodSpec(name=name, kind=kind, params=dict(params), grid=checked_grid, targets=targets)
 
 
+def _check_unique_name(section: str, what: str, i: int, entry, earlier, hint: str = "") -> None:
+    """Raise if one of the ``earlier`` entries of ``section`` has the name of entry ``i``."""
+    for j, other in enumerate(earlier):
+        if other.name == entry.name:
+            raise ConfigError(
+                f"{section}[{i}].name",
+                f"duplicate {what} name {entry.name!r} (also {section}[{j}]){hint}",
+            )
+
+
 def methods_section(data: Any, *, check_params: bool) -> tuple[MethodSpec, ...]:
     methods: list[MethodSpec] = []
     for i, entry in enumerate(_required_list(data, "methods", "methods")):
         method = method_entry(f"methods[{i}]", entry, check_params=check_params)
-        for j, other in enumerate(methods):
-            if other.name == method.name:
-                raise ConfigError(
-                    f"methods[{i}].name",
-                    f"duplicate method name {method.name!r} (also methods[{j}]); give each a 'name'",
-                )
+        _check_unique_name("methods", "method", i, method, methods, "; give each a 'name'")
         methods.append(method)
     return tuple(methods)
 
@@ -243,12 +248,7 @@ def conditions_section(data: Any) -> tuple[Condition, ...]:
             raise ConfigError(
                 f"conditions[{i}].name", f"{CLEAN!r} names the unmodified test rows; pick another"
             )
-        for j, other in enumerate(conditions):
-            if other.name == condition.name:
-                raise ConfigError(
-                    f"conditions[{i}].name",
-                    f"duplicate condition name {condition.name!r} (also conditions[{j}])",
-                )
+        _check_unique_name("conditions", "condition", i, condition, conditions)
         conditions.append(condition)
     return tuple(conditions)
 

@@ -20,6 +20,18 @@ from ._base import TrainingLoss, get_loss, register_loss
 
 __all__ = ["NeSCalLoss"]
 
+#: Each string setting of :class:`NeSCalLoss` -> its allowed values, taken from the layer
+#: that implements them.
+CHOICES: dict[str, tuple[str, ...]] = {
+    "schedule": SCHEDULES,
+    "aggregation": AGGREGATIONS,
+    "graph": GRAPHS,
+    "reduction": REDUCTIONS,
+    "graph_method": KNN_METHODS,
+    "divergence": DIVERGENCES,
+    "adaptive": ADAPTIVE,
+}
+
 
 @register_loss("nescal")
 class NeSCalLoss(TrainingLoss):
@@ -159,15 +171,7 @@ class NeSCalLoss(TrainingLoss):
         _check_int(name, "n_neighbors", self.n_neighbors, low=1)
         self._check_real("weight", low=0.0)
         self._check_real("target_temperature", low=0.0, low_inclusive=False)
-        for param, allowed in (
-            ("schedule", SCHEDULES),
-            ("aggregation", AGGREGATIONS),
-            ("graph", GRAPHS),
-            ("reduction", REDUCTIONS),
-            ("graph_method", KNN_METHODS),
-            ("divergence", DIVERGENCES),
-            ("adaptive", ADAPTIVE),
-        ):
+        for param, allowed in CHOICES.items():
             if getattr(self, param) not in allowed:
                 raise ValueError(
                     f"{name}: {param} must be one of {list(allowed)}; got {getattr(self, param)!r}."
