@@ -231,6 +231,9 @@ def test_a_real_interrupt_propagates_and_leaves_no_fitted_model(iris):
     )
     clf.set_params(max_epochs=1).fit(X, y)  # torch's lazy imports happen before the timer
     clf.set_params(max_epochs=500)
+    # Python's own Ctrl-C handler, even when the suite runs as a background job (started
+    # by a non-interactive shell with SIGINT ignored)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
     timer.start()
     try:
@@ -238,6 +241,7 @@ def test_a_real_interrupt_propagates_and_leaves_no_fitted_model(iris):
             clf.fit(X, y)
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
     with pytest.raises(NotFittedError):
         clf.predict(X)  # the earlier 1-epoch fit is gone too: fit never half-succeeds
 

@@ -80,7 +80,14 @@ def start_runner(path: Path, *args: str) -> subprocess.Popen:
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
         start_new_session=True,  # its own process group, as a terminal job has
+        # Ctrl-C as in a terminal, even when this suite runs as a background job (a
+        # non-interactive shell starts those with SIGINT ignored, and exec keeps that)
+        preexec_fn=_default_sigint,
     )
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def wait_for_records(records: Path, n: int, process: subprocess.Popen, timeout=120) -> set:
