@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import Tensor
 
-from ._divergence import _scale_rows, neighbour_mean_log_probs, weighted_mean
+from ._divergence import _scale_rows, _weighted_mean, neighbour_mean_log_probs, weighted_mean
 
 __all__ = ["soft_target_penalty"]
 
@@ -83,11 +83,7 @@ def soft_target_kernel(
     ``target`` (B, C) is the soft target ``t`` (rows summing to 1), ``log_target``
     its (finite) logarithm, which is overwritten.
     """
-    terms = log_target.sub_(log_p).mul_(target)
-    if weights is None:
-        value = terms.sum().div_(terms.shape[0])
-    else:
-        value = terms.sum(dim=-1).dot(weights).div_(terms.shape[0])
+    value = _weighted_mean(log_target.sub_(log_p).mul_(target).sum(dim=-1), weights)
     if not need_grad:
         return value, None
     return value, _scale_rows(p - target, weights, 1.0)
