@@ -23,6 +23,7 @@ from nescal_sklearn.metrics import (
     expected_calibration_error,
     log_loss,
     maximum_calibration_error,
+    refinement_log_loss,
 )
 from nescal_sklearn.scorers import (
     CalibrationScorer,
@@ -31,6 +32,7 @@ from nescal_sklearn.scorers import (
     neg_classwise_calibration_error,
     neg_expected_calibration_error,
     neg_maximum_calibration_error,
+    neg_refinement_log_loss,
 )
 
 OURS = {
@@ -40,6 +42,7 @@ OURS = {
         classwise_calibration_error,
     ),
     "neg_maximum_calibration_error": (neg_maximum_calibration_error, maximum_calibration_error),
+    "neg_refinement_log_loss": (neg_refinement_log_loss, refinement_log_loss),
 }
 
 
@@ -165,7 +168,7 @@ def test_get_scorer_unknown_name():
     message = (
         "'neg_ece' is not a valid scoring value. Use one of nescal_sklearn's scorers "
         "['neg_classwise_calibration_error', 'neg_expected_calibration_error', "
-        "'neg_maximum_calibration_error'] or a name from sklearn.metrics.get_scorer_names()."
+        "'neg_maximum_calibration_error', 'neg_refinement_log_loss'] or a name from sklearn.metrics.get_scorer_names()."
     )
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         get_scorer("neg_ece")

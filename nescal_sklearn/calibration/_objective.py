@@ -1,7 +1,8 @@
 """Negative log-likelihood on logits and the L-BFGS driver shared by the calibrators.
 
 Everything here is plain numpy/scipy and works on label-encoded targets ``y`` (integers
-in ``[0, n_classes)``) and logits of shape ``(n_samples, n_classes)``.
+in ``[0, n_classes)``) and logits of shape ``(n_samples, n_classes)``. The NLL itself
+(:func:`weighted_nll`) is the metrics room's, re-exported here for the calibrators.
 """
 
 from __future__ import annotations
@@ -15,38 +16,17 @@ from scipy.optimize import minimize
 from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import ThreadpoolController
 
+from ..metrics._logits import normalised_weights, shifted_exp, weighted_nll
+
 __all__ = ["weighted_nll", "nll_and_logit_gradient", "minimize_from_identity"]
-
-
-def _normalised_weights(n_samples: int, sample_weight: np.ndarray | None) -> np.ndarray:
-    if sample_weight is None:
-        return np.full(n_samples, 1.0 / n_samples)
-    return sample_weight / sample_weight.sum()
-
-
-def _shifted_exp(logits: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``exp(logits - row max)``, its row sums and the row max: a stable logsumexp."""
-    row_max = logits.max(axis=1)
-    exp = np.exp(logits - row_max[:, None])
-    return exp, exp.sum(axis=1), row_max
-
-
-def weighted_nll(
-    logits: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None
-) -> float:
-    """Mean (weighted) negative log-likelihood of ``softmax(logits)``, computed with logsumexp."""
-    _, sums, row_max = _shifted_exp(logits)
-    true_logit = np.take_along_axis(logits, y[:, None], axis=1)[:, 0]
-    losses = np.log(sums) + row_max - true_logit
-    return float(_normalised_weights(logits.shape[0], sample_weight) @ losses)
 
 
 def nll_and_logit_gradient(
     logits: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None
 ) -> tuple[float, np.ndarray]:
     """Return :func:`weighted_nll` and its gradient with respect to ``logits``."""
-    weights = _normalised_weights(logits.shape[0], sample_weight)
-    exp, sums, row_max = _shifted_exp(logits)
+    weights = normalised_weights(logits.shape[0], sample_weight)
+    exp, sums, row_max = shifted_exp(logits)
     true_logit = np.take_along_axis(logits, y[:, None], axis=1)[:, 0]
     loss = float(weights @ (np.log(sums) + row_max - true_logit))
     grad = exp / sums[:, None]

@@ -1,4 +1,4 @@
-"""scikit-learn scorers for calibration: negated ECE, classwise ECE and MCE.
+"""scikit-learn scorers for calibration: negated ECE, classwise ECE, MCE and refinement log-loss.
 
 Each is a :class:`CalibrationScorer`: it calls ``estimator.predict_proba`` and returns
 minus the metric, passing the fitted estimator's ``classes_`` as ``labels``, so a
@@ -28,6 +28,7 @@ from ._scorers import (
     neg_classwise_calibration_error,
     neg_expected_calibration_error,
     neg_maximum_calibration_error,
+    neg_refinement_log_loss,
 )
 
 __all__ = [
@@ -37,4 +38,5 @@ __all__ = [
     "neg_classwise_calibration_error",
     "neg_expected_calibration_error",
     "neg_maximum_calibration_error",
+    "neg_refinement_log_loss",
 ]

@@ -17,6 +17,7 @@ from ..metrics import (
     classwise_calibration_error,
     expected_calibration_error,
     maximum_calibration_error,
+    refinement_log_loss,
 )
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "neg_classwise_calibration_error",
     "neg_expected_calibration_error",
     "neg_maximum_calibration_error",
+    "neg_refinement_log_loss",
 ]
 
 
@@ -182,12 +184,15 @@ neg_expected_calibration_error = CalibrationScorer(expected_calibration_error)
 neg_classwise_calibration_error = CalibrationScorer(classwise_calibration_error)
 #: Minus the top-label MCE (15 uniform bins) of ``predict_proba``; higher is better.
 neg_maximum_calibration_error = CalibrationScorer(maximum_calibration_error)
+#: Minus :func:`~nescal_sklearn.metrics.refinement_log_loss` (log-loss after the best temperature).
+neg_refinement_log_loss = CalibrationScorer(refinement_log_loss)
 
 _SCORERS = MappingProxyType(
     {
         "neg_classwise_calibration_error": neg_classwise_calibration_error,
         "neg_expected_calibration_error": neg_expected_calibration_error,
         "neg_maximum_calibration_error": neg_maximum_calibration_error,
+        "neg_refinement_log_loss": neg_refinement_log_loss,
     }
 )
 
