@@ -32,6 +32,7 @@ _EXPORTS: dict[str, str] = {
     "CalibratedTemperature": "calibration",
     "CalibratedVectorScaling": "calibration",
     "CalibratedMatrixScaling": "calibration",
+    "CalibratedStructuredMatrixScaling": "calibration",
     "CalibratedIsotonic": "calibration",
     "CalibratedHistogramBinning": "calibration",
     "CalibratedEnsembleTemperature": "calibration",
@@ -39,10 +40,12 @@ _EXPORTS: dict[str, str] = {
     "expected_calibration_error": "metrics",
     "classwise_calibration_error": "metrics",
     "maximum_calibration_error": "metrics",
+    "refinement_log_loss": "metrics",
     "reliability_curve": "metrics",
     "neg_expected_calibration_error": "scorers",
     "neg_classwise_calibration_error": "scorers",
     "neg_maximum_calibration_error": "scorers",
+    "neg_refinement_log_loss": "scorers",
     "ReliabilityDisplay": "plotting",
     # exceptions
     "NeSCalError": "exceptions",
@@ -62,6 +65,7 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
         CalibratedHistogramBinning,
         CalibratedIsotonic,
         CalibratedMatrixScaling,
+        CalibratedStructuredMatrixScaling,
         CalibratedTemperature,
         CalibratedVectorScaling,
     )
@@ -78,6 +82,7 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
         classwise_calibration_error,
         expected_calibration_error,
         maximum_calibration_error,
+        refinement_log_loss,
         reliability_curve,
     )
     from .penalties import NeighbourhoodSmoothing, js_divergence  # noqa: F401
@@ -86,4 +91,5 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
         neg_classwise_calibration_error,
         neg_expected_calibration_error,
         neg_maximum_calibration_error,
+        neg_refinement_log_loss,
     )

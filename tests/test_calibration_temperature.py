@@ -29,8 +29,8 @@ from sklearn.svm import SVC
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from nescal_sklearn.calibration import CalibratedTemperature
-from nescal_sklearn.calibration import _temperature as temperature_module
 from nescal_sklearn.exceptions import NotFittedError
+from nescal_sklearn.metrics import _logits as logits_module
 
 
 def _sklearn_inverse_temperature(estimator, X_cal, y_cal) -> float:
@@ -45,7 +45,7 @@ def _sklearn_inverse_temperature(estimator, X_cal, y_cal) -> float:
 
 def test_temperature_matches_sklearn_multiclass():
     lr, X_cal, y_cal = fitted_and_calibration_split(ScaledLogitClassifier(scale=3.0))
-    ours = CalibratedTemperature(FrozenEstimator(lr)).fit(X_cal, y_cal)
+    ours = CalibratedTemperature(FrozenEstimator(lr), guard=None).fit(X_cal, y_cal)
     reference = 1.0 / _sklearn_inverse_temperature(lr, X_cal, y_cal)
     assert ours.response_method_ == "decision_function"
     assert abs(ours.temperature_ - reference) / reference < 1e-2
@@ -56,7 +56,7 @@ def test_temperature_matches_sklearn_binary_decision_function():
     # scikit-learn turns the binary score d into logits (-d, d), we into (0, d), so its
     # fitted inverse temperature is that of the logit 2d: T_ours = 1 / (2 * beta).
     lr, X_cal, y_cal = fitted_and_calibration_split(ScaledLogitClassifier(scale=3.0), n_classes=2)
-    ours = CalibratedTemperature(FrozenEstimator(lr)).fit(X_cal, y_cal)
+    ours = CalibratedTemperature(FrozenEstimator(lr), guard=None).fit(X_cal, y_cal)
     beta = _sklearn_inverse_temperature(lr, X_cal, y_cal)
     reference = 1.0 / (2.0 * beta)
     assert abs(ours.temperature_ - reference) / reference < 1e-2
@@ -67,7 +67,7 @@ def test_temperature_matches_sklearn_binary_decision_function():
 
 def test_temperature_matches_sklearn_binary_predict_proba():
     nb, X_cal, y_cal = fitted_and_calibration_split(GaussianNB(), n_classes=2)
-    ours = CalibratedTemperature(FrozenEstimator(nb)).fit(X_cal, y_cal)
+    ours = CalibratedTemperature(FrozenEstimator(nb), guard=None).fit(X_cal, y_cal)
     reference = 1.0 / _sklearn_inverse_temperature(nb, X_cal, y_cal)
     assert ours.response_method_ == "predict_proba"
     assert abs(ours.temperature_ - reference) / reference < 1e-2
@@ -81,7 +81,10 @@ def test_held_in_nll_does_not_rise(n_classes):
     lr, X_cal, y_cal = fitted_and_calibration_split(n_classes=n_classes)
     before = nll(y_cal, lr.predict_proba(X_cal))
     after = nll(
-        y_cal, CalibratedTemperature(FrozenEstimator(lr)).fit(X_cal, y_cal).predict_proba(X_cal)
+        y_cal,
+        CalibratedTemperature(FrozenEstimator(lr), guard=None)
+        .fit(X_cal, y_cal)
+        .predict_proba(X_cal),
     )
     assert after <= before + 1e-10
 
@@ -110,12 +113,59 @@ def test_predict_is_the_estimators_own_in_held_out_mode():
 
 def test_temperature_one_reproduces_the_estimator():
     lr, X_cal, y_cal = fitted_and_calibration_split()
-    calibrated = CalibratedTemperature(FrozenEstimator(lr)).fit(X_cal, y_cal)
+    calibrated = CalibratedTemperature(FrozenEstimator(lr), guard=None).fit(X_cal, y_cal)
     pair = calibrated.calibrated_classifiers_[0]
     np.testing.assert_allclose(softmax(pair.logits(X_cal), axis=1), lr.predict_proba(X_cal))
     np.testing.assert_allclose(
         calibrated.decision_function(X_cal), lr.decision_function(X_cal) / calibrated.temperature_
     )
+
+
+# -- the guard: a temperature that never multiplies the NLL on separable rows --------------
+
+
+def test_mixture_guard_is_ts_mixed_with_uniform_at_one_over_n_plus_one():
+    lr, X_cal, y_cal = fitted_and_calibration_split()
+    plain = CalibratedTemperature(FrozenEstimator(lr), guard=None).fit(X_cal, y_cal)
+    guarded = CalibratedTemperature(FrozenEstimator(lr)).fit(X_cal, y_cal)
+    weight = 1.0 / (len(y_cal) + 1)
+    assert guarded.temperature_ == plain.temperature_
+    assert guarded.mixture_weight_ == pytest.approx(weight, rel=1e-12)
+    assert plain.mixture_weight_ == 0.0
+    X, _ = make_data(random_state=1)
+    expected = (1 - weight) * plain.predict_proba(X) + weight / 3
+    np.testing.assert_allclose(guarded.predict_proba(X), expected, rtol=1e-10, atol=1e-15)
+    np.testing.assert_array_equal(guarded.predict(X), lr.predict(X))
+
+
+def _separable_case():
+    """A sharp model whose calibration rows are all correct, and test rows with errors."""
+    X, y = make_data(n_classes=2, n_samples=600, random_state=3)
+    model = ScaledLogitClassifier(scale=2.0).fit(X[:300], y[:300])
+    rest_X, rest_y = X[300:], y[300:]
+    correct = model.predict(rest_X) == rest_y
+    X_cal, y_cal = rest_X[correct][:60], rest_y[correct][:60]
+    return model, X_cal, y_cal, rest_X[150:], rest_y[150:]
+
+
+def test_separable_calibration_rows_do_not_blow_up_the_test_nll():
+    model, X_cal, y_cal, X_test, y_test = _separable_case()
+    raw = nll(y_test, model.predict_proba(X_test))
+    assert (model.predict(X_test) != y_test).mean() > 0.05  # errors on the test rows
+    with pytest.warns(UserWarning, match="already classified correctly"):
+        plain = CalibratedTemperature(FrozenEstimator(model), guard=None).fit(X_cal, y_cal)
+    with pytest.warns(UserWarning, match="already classified correctly"):
+        guarded = CalibratedTemperature(FrozenEstimator(model)).fit(X_cal, y_cal)
+    plain_nll = nll(y_test, np.clip(plain.predict_proba(X_test), 1e-300, None))
+    guarded_nll = nll(y_test, guarded.predict_proba(X_test))
+    # Unguarded, T goes to its lower bound: one-hot predictions, huge NLL on every error.
+    assert plain.temperature_ < 1e-3
+    assert plain_nll > 100 * raw  # measured: 0.45 -> 136
+    # Guarded, an error costs at most log(k (n + 1)).
+    bound = np.log(2 * (len(y_cal) + 1))
+    errors = (guarded.predict(X_test) != y_test).mean()
+    assert guarded_nll <= errors * bound + (1 - errors) * -np.log1p(-1 / (len(y_cal) + 1))
+    assert guarded_nll < plain_nll / 100  # measured: 0.97
 
 
 # -- modes -------------------------------------------------------------------------------
@@ -383,7 +433,7 @@ def test_error_solver_failure(monkeypatch):
             x=0.0, fun=1.0, success=False, message="Maximum number of function calls reached."
         )
 
-    monkeypatch.setattr(temperature_module, "minimize_scalar", failing_minimize_scalar)
+    monkeypatch.setattr(logits_module, "minimize_scalar", failing_minimize_scalar)
     lr, X_cal, y_cal = fitted_and_calibration_split()
     message = (
         "Temperature scaling failed to find a temperature: scipy.optimize.minimize_scalar "

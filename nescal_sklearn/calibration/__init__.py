@@ -3,6 +3,7 @@
 from ._ensemble_temperature import CalibratedEnsembleTemperature
 from ._histogram import CalibratedHistogramBinning
 from ._isotonic import CalibratedIsotonic
+from ._structured_matrix import CalibratedStructuredMatrixScaling
 from ._temperature import CalibratedTemperature
 from ._vector_matrix import CalibratedMatrixScaling, CalibratedVectorScaling
 
@@ -10,6 +11,7 @@ __all__ = [
     "CalibratedTemperature",
     "CalibratedVectorScaling",
     "CalibratedMatrixScaling",
+    "CalibratedStructuredMatrixScaling",
     "CalibratedIsotonic",
     "CalibratedHistogramBinning",
     "CalibratedEnsembleTemperature",
