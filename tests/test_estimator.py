@@ -435,7 +435,7 @@ def test_small_class_cannot_be_split():
     with pytest.raises(
         ValueError,
         match=re.escape(
-            "early_stopping=True holds out validation_fraction=0.2 of the rows stratified by "
+            "early_stopping='nll' holds out validation_fraction=0.2 of the rows stratified by "
             "class, which needs at least 2 rows of every class; class 2 has 1. "
             "Pass early_stopping=False, X_val and y_val, or more data."
         ),
@@ -444,7 +444,7 @@ def test_small_class_cannot_be_split():
     with pytest.raises(
         ValueError,
         match=re.escape(
-            "early_stopping=True with validation_fraction=0.05 splits the 20 rows into 19 "
+            "early_stopping='nll' with validation_fraction=0.05 splits the 20 rows into 19 "
             "training and 1 validation rows; each side needs at least one row of each of the "
             "2 classes."
         ),

@@ -1,13 +1,17 @@
 """skorch callbacks of NeSCal's training phases, one job each.
 
+* :class:`RefinedValidationLoss` records, every epoch, the validation NLL after the
+  temperature that is best on the validation rows (``valid_refined_loss``) and that
+  temperature (``valid_temperature``): the refinement stopping criterion;
 * :class:`WarmupEnd` decides when the warm-up is over (a fixed epoch, or the
-  plateau of the validation NLL for ``warmup="auto"``) and sets
+  plateau of the validation criterion for ``warmup="auto"``) and sets
   ``net.warmup_end_epoch_``;
 * :class:`BuildNeighbourhood` builds the graph at the start of that epoch and sets
   ``net.nescal_`` (the per-fit :class:`~nescal_sklearn.penalties.NeSCalRuntime`);
 * :class:`PenaltySchedule` sets the runtime's weight for each epoch;
-* :class:`EarlyStoppingAfterWarmup` is skorch's ``EarlyStopping(load_best=True)``
-  whose patience counts from the end of warm-up, and which stops by raising
+* :class:`EarlyStoppingAfterWarmup` is skorch's ``EarlyStopping(load_best=True)`` on
+  either criterion, whose patience counts from the end of warm-up, and which stops by
+  raising
   :class:`StopTraining` instead of ``KeyboardInterrupt`` (so that a real Ctrl-C is
   never mistaken for a planned stop).
 
@@ -18,19 +22,63 @@ They share state through those two documented attributes of the net (see
 from __future__ import annotations
 
 import copy
+import time
 
 import numpy as np
 import torch
 from skorch.callbacks import Callback, EarlyStopping
 
 from ..losses import NeSCalLoss
+from ..metrics._logits import optimal_log_temperature
 from ._net import StopTraining
 
-__all__ = ["BuildNeighbourhood", "EarlyStoppingAfterWarmup", "PenaltySchedule", "WarmupEnd"]
+__all__ = [
+    "CRITERIA",
+    "BuildNeighbourhood",
+    "EarlyStoppingAfterWarmup",
+    "PenaltySchedule",
+    "RefinedValidationLoss",
+    "WarmupEnd",
+]
+
+#: Stopping criterion -> the history key it selects on (lower is better).
+CRITERIA = {"nll": "valid_loss", "refinement": "valid_refined_loss"}
+
+
+class RefinedValidationLoss(Callback):
+    """Record the validation NLL after the best temperature on the validation rows.
+
+    The validation pass's logits are collected batch by batch (no extra forward
+    pass); at the end of the epoch one temperature is fitted on them by NLL (the 1-D
+    search of :func:`nescal_sklearn.metrics.refinement_log_loss`) and the history
+    gets ``valid_refined_loss`` (the NLL at that temperature: the refinement loss),
+    ``valid_temperature`` and ``refinement_seconds`` (the solve's wall time).
+    """
+
+    def on_epoch_begin(self, net, **kwargs) -> None:
+        self.logits_, self.targets_ = [], []
+
+    def on_batch_end(self, net, batch=None, training=None, y_pred=None, **kwargs) -> None:
+        if training or y_pred is None:
+            return
+        self.logits_.append(y_pred.detach().to("cpu", torch.float64))
+        self.targets_.append(torch.as_tensor(batch[1]).to("cpu"))
+
+    def on_epoch_end(self, net, **kwargs) -> None:
+        if not self.logits_:
+            return
+        start = time.perf_counter()
+        logits = torch.cat(self.logits_).numpy()
+        targets = torch.cat(self.targets_).numpy().astype(np.int64)
+        result = optimal_log_temperature(logits, targets)
+        self.logits_, self.targets_ = [], []
+        net.history.record("valid_refined_loss", result.nll)
+        net.history.record("valid_temperature", result.temperature)
+        net.history.record("refinement_seconds", time.perf_counter() - start)
 
 
 class WarmupEnd(Callback):
-    """End NeSCal's warm-up: at a fixed epoch, or where the validation NLL stalls.
+    """End NeSCal's warm-up: at a fixed epoch, or where the validation criterion stalls.
 
     Sets ``net.warmup_end_epoch_`` (0-based index of the first penalised epoch).
 
@@ -38,7 +86,8 @@ class WarmupEnd(Callback):
     ----------
     warmup_epochs : int or None
         Fixed warm-up length in epochs; None for ``warmup="auto"``: the warm-up ends
-        once the validation NLL has not improved (strictly) for ``patience`` epochs.
+        once the validation criterion (``monitor``) has not improved (strictly) for
+        ``patience`` epochs.
         The best warm-up epoch's module weights are then restored, so the penalised
         epochs start from the base loss's optimum (the epochs the later warm-up took
         stay spent). The optimizer state is deliberately *not* rolled back with
@@ -51,6 +100,10 @@ class WarmupEnd(Callback):
         (12/19).
     patience : int
         Patience of the ``auto`` warm-up.
+    monitor : str, default="valid_loss"
+        History key of the criterion the ``auto`` warm-up watches (lower is better):
+        ``"valid_loss"`` (validation NLL) or ``"valid_refined_loss"`` (validation NLL
+        after the best temperature), the same as early stopping's.
 
     Attributes
     ----------
@@ -58,9 +111,10 @@ class WarmupEnd(Callback):
         1-based epoch whose checkpoint the ``auto`` warm-up restored.
     """
 
-    def __init__(self, warmup_epochs: int | None, patience: int) -> None:
+    def __init__(self, warmup_epochs: int | None, patience: int, monitor: str = "valid_loss"):
         self.warmup_epochs = warmup_epochs
         self.patience = patience
+        self.monitor = monitor
 
     def on_train_begin(self, net, **kwargs) -> None:
         self.best_loss_ = np.inf
@@ -77,7 +131,7 @@ class WarmupEnd(Callback):
         if self.warmup_epochs is not None or net.warmup_end_epoch_ is not None:
             return
         epoch = len(net.history) - 1
-        score = net.history[-1, "valid_loss"]
+        score = net.history[-1, self.monitor]
         if score < self.best_loss_:
             self.best_loss_, self.best_epoch_ = score, epoch
             self.best_state_ = copy.deepcopy(net.module_.state_dict())
@@ -149,7 +203,7 @@ class PenaltySchedule(Callback):
 
 
 class EarlyStoppingAfterWarmup(EarlyStopping):
-    """skorch's ``EarlyStopping(load_best=True)`` on the validation NLL, gated by warm-up.
+    """skorch's ``EarlyStopping(load_best=True)`` on a validation criterion, gated by warm-up.
 
     Every epoch's checkpoint competes for "best" (warm-up epochs too: a NeSCal run
     whose penalty never improves the validation NLL returns its best warm-up
@@ -165,11 +219,20 @@ class EarlyStoppingAfterWarmup(EarlyStopping):
         Gate stopping on ``net.warmup_end_epoch_`` (neighbour losses).
     threshold : float, default=1e-4
         Relative improvement that counts.
+    monitor : str, default="valid_loss"
+        History key of the criterion: ``"valid_loss"`` (validation NLL) or
+        ``"valid_refined_loss"`` (after the best temperature, :class:`RefinedValidationLoss`).
     """
 
-    def __init__(self, patience: int, wait_for_warmup: bool = False, threshold: float = 1e-4):
+    def __init__(
+        self,
+        patience: int,
+        wait_for_warmup: bool = False,
+        threshold: float = 1e-4,
+        monitor: str = "valid_loss",
+    ):
         super().__init__(
-            monitor="valid_loss",
+            monitor=monitor,
             patience=patience,
             threshold=threshold,
             threshold_mode="rel",

@@ -24,7 +24,14 @@ from torch import nn
 
 from ..exceptions import PenaltyInactiveWarning
 from ..losses import TrainingLoss, get_loss
-from ._callbacks import BuildNeighbourhood, EarlyStoppingAfterWarmup, PenaltySchedule, WarmupEnd
+from ._callbacks import (
+    CRITERIA,
+    BuildNeighbourhood,
+    EarlyStoppingAfterWarmup,
+    PenaltySchedule,
+    RefinedValidationLoss,
+    WarmupEnd,
+)
 from ._module import build_module
 from ._net import NeSCalNet, TrainingInterrupted
 
@@ -98,11 +105,18 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         AdamW learning rate.
     weight_decay : float, default=1e-4
         AdamW weight decay.
-    early_stopping : bool, default=True
-        Hold out ``validation_fraction`` of the rows (stratified), stop when their
-        NLL has not improved for ``patience`` epochs and restore the best epoch.
-        Patience counts from the end of NeSCal's warm-up. Held-out rows never enter
-        the neighbour graph.
+    early_stopping : {"nll", "refinement"} or bool, default="nll"
+        Hold out ``validation_fraction`` of the rows (stratified), stop when the
+        criterion on them has not improved for ``patience`` epochs and restore the
+        best epoch. ``"nll"`` (or ``True``): the validation NLL. ``"refinement"``:
+        the validation NLL after the temperature that is best on the validation rows
+        of that epoch (:func:`~nescal_sklearn.metrics.refinement_log_loss`; Berta et
+        al., 2025), i.e. the epoch that is best once it is temperature-scaled; use it
+        when the model will be calibrated post hoc (:class:`CalibratedTemperature`),
+        since the raw NLL stops training before the refinement loss is lowest.
+        NeSCal's ``warmup="auto"`` watches the same criterion. ``False``: train for
+        ``max_epochs`` on all rows. Patience counts from the end of NeSCal's warm-up.
+        Held-out rows never enter the neighbour graph.
     validation_fraction : float, default=0.2
         Fraction held out for early stopping.
     patience : int, default=10
@@ -137,8 +151,11 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         graph or cache).
     history_ : skorch.history.History
         Per-epoch log: ``train_loss``, ``valid_loss`` (validation NLL),
-        ``train_penalty``, ``penalty_weight``, ``graph_seconds`` (at the graph epoch),
-        ``warmup_restored_epoch`` (``auto`` warm-up), ``dur``.
+        ``valid_refined_loss`` and ``valid_temperature`` (validation NLL after the
+        best temperature on those rows, and that temperature: both curves are logged
+        with either stopping criterion), ``train_penalty``, ``penalty_weight``,
+        ``graph_seconds`` (at the graph epoch), ``warmup_restored_epoch`` (``auto``
+        warm-up), ``dur``.
     n_epochs_ : int
         Epochs run.
     best_epoch_ : int or None
@@ -179,7 +196,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
         "lr": [Interval(numbers.Real, 0.0, None, closed="neither")],
         "weight_decay": [Interval(numbers.Real, 0.0, None, closed="left")],
-        "early_stopping": ["boolean"],
+        "early_stopping": [StrOptions({"nll", "refinement"}), "boolean"],
         "validation_fraction": [Interval(numbers.Real, 0.0, 1.0, closed="neither")],
         "patience": [Interval(numbers.Integral, 1, None, closed="left")],
         "mixup": [Interval(numbers.Real, 0.0, None, closed="left")],
@@ -202,7 +219,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         batch_size: int = 256,
         lr: float = 1e-3,
         weight_decay: float = 1e-4,
-        early_stopping: bool = True,
+        early_stopping: str | bool = "nll",
         validation_fraction: float = 0.2,
         patience: int = 10,
         mixup: float = 0.0,
@@ -338,20 +355,22 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
             return None
         if self.graph_epoch_ is None:
             why = (
-                f"the warm-up never ended (warmup='auto' ends it once the validation NLL has "
-                f"not improved for warmup_patience={loss.warmup_patience} epochs, and "
+                "the warm-up never ended (warmup='auto' ends it once the "
+                f"{self._criterion_name()} has not improved for warmup_patience={loss.warmup_patience} epochs, and "
                 f"max_epochs={self.max_epochs} ran out first), so the neighbour graph was "
                 "never built"
             )
             status = "no_graph"
         elif self.best_epoch_ is not None and self.best_epoch_ < self.graph_epoch_:
-            restored = "" if warmup is None or warmup.restored_epoch_ is None else (
-                f" (the auto warm-up's optimum, restored at epoch {warmup.restored_epoch_})"
+            restored = (
+                ""
+                if warmup is None or warmup.restored_epoch_ is None
+                else (f" (the auto warm-up's optimum, restored at epoch {warmup.restored_epoch_})")
             )
             why = (
                 f"early stopping restored epoch {self.best_epoch_}{restored}, before the "
                 f"graph was built at epoch {self.graph_epoch_}: no penalised epoch had a "
-                "lower validation NLL"
+                f"lower {self._criterion_name()}"
             )
             status = "warmup_checkpoint"
         else:
@@ -389,8 +408,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         sizes = self.hidden_sizes
         entries = list(sizes) if isinstance(sizes, (list, tuple, np.ndarray)) else None
         if entries is None or not all(
-            isinstance(h, numbers.Integral) and not isinstance(h, bool) and h >= 1
-            for h in entries
+            isinstance(h, numbers.Integral) and not isinstance(h, bool) and h >= 1 for h in entries
         ):
             shown = [_plain(h) for h in entries] if entries is not None else sizes
             raise ValueError(
@@ -418,6 +436,18 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"device={self.device!r} was requested but CUDA is not available.")
         return device
 
+    def _criterion(self) -> str | None:
+        """``"nll"``, ``"refinement"`` or None (no early stopping); ``True`` is ``"nll"``."""
+        if isinstance(self.early_stopping, str):
+            return self.early_stopping
+        return "nll" if self.early_stopping else None
+
+    def _criterion_name(self) -> str:
+        """The stopping criterion in words, for messages."""
+        if self._criterion() == "refinement":
+            return "validation NLL after temperature scaling"
+        return "validation NLL"
+
     def _split(self, X, y, rng):
         if not self.early_stopping:
             return X, None, y, None
@@ -425,14 +455,16 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         n_valid = int(np.ceil(self.validation_fraction * len(y)))
         if counts.min() < 2:
             raise ValueError(
-                f"early_stopping=True holds out validation_fraction={self.validation_fraction} "
+                f"early_stopping={self.early_stopping!r} holds out validation_fraction="
+                f"{self.validation_fraction} "
                 "of the rows stratified by class, which needs at least 2 rows of every class; "
                 f"class {_plain(self.classes_[int(counts.argmin())])!r} has {int(counts.min())}. "
                 "Pass early_stopping=False, X_val and y_val, or more data."
             )
         if n_valid < len(self.classes_) or len(y) - n_valid < len(self.classes_):
             raise ValueError(
-                f"early_stopping=True with validation_fraction={self.validation_fraction} "
+                f"early_stopping={self.early_stopping!r} with validation_fraction="
+                f"{self.validation_fraction} "
                 f"splits the {len(y)} rows into {len(y) - n_valid} training and {n_valid} "
                 f"validation rows; each side needs at least one row of each of the "
                 f"{len(self.classes_)} classes. Pass early_stopping=False, X_val and y_val, "
@@ -448,9 +480,13 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
     ) -> tuple[NeSCalNet, dict]:
         """The skorch net and its callbacks (by name, so ``fit`` can read their state)."""
         callbacks: dict = {}
+        monitor = CRITERIA[self._criterion()] if X_valid is not None else "valid_loss"
+        if X_valid is not None:
+            # First, so that the criterion is in the history when the others read it.
+            callbacks["refined_validation_loss"] = RefinedValidationLoss()
         if loss.uses_neighbours:
             callbacks["warmup_end"] = WarmupEnd(
-                loss.warmup_epochs(self.max_epochs), loss.warmup_patience
+                loss.warmup_epochs(self.max_epochs), loss.warmup_patience, monitor=monitor
             )
             callbacks["build_neighbourhood"] = BuildNeighbourhood(
                 loss, torch.as_tensor(X_train), self.max_epochs, self.embedding_layer, seed
@@ -462,7 +498,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
             # Validation rows are plain features: they carry no row id into the graph.
             train_split = predefined_split(Dataset(X_valid, y_valid))
             callbacks["early_stopping"] = EarlyStoppingAfterWarmup(
-                self.patience, wait_for_warmup=loss.uses_neighbours
+                self.patience, wait_for_warmup=loss.uses_neighbours, monitor=monitor
             )
         if self.verbose >= 2:
             callbacks["progress_bar"] = ProgressBar()
@@ -579,5 +615,3 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.non_deterministic = False
         return tags
-
-
