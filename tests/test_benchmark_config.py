@@ -21,6 +21,7 @@ from nescal_sklearn.benchmark import (
     load_config,
     validate_config,
 )
+from nescal_sklearn.benchmark._registry import CALIBRATORS
 
 CONFIGS = Path(__file__).resolve().parents[1] / "benchmarks" / "configs"
 
@@ -195,12 +196,12 @@ CLASSIFIER_PARAMS = _classifier_params()
         ),
         (
             {"calibrators": ["platt"]},
-            "calibrators[0]: expected one of ['temperature', 'vector', 'matrix', 'isotonic', "
-            "'histogram', 'ensemble_temperature'], got \"platt\"",
+            f'calibrators[0]: expected one of {list(CALIBRATORS)}, got "platt"',
         ),
         (
             {"calibrators": ["temperature", "temperature"]},
-            "calibrators[1]: duplicate calibrator 'temperature'",
+            "calibrators[1]: duplicate calibrator 'temperature' (also calibrators[0]); give "
+            "each a 'label'",
         ),
         (
             {"calibrators": [{"name": "temperature", "params": {"estimator": None}}]},

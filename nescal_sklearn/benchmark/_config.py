@@ -81,8 +81,9 @@ class BenchmarkConfig:
 
     @property
     def stages(self) -> list[str]:
-        """``"raw"`` then each calibrator's name: the stages every fit is measured at."""
-        return ["raw", *(c.name for c in self.calibrators)]
+        """``"raw"`` then each calibrator's stage (its label, else its name): the stages
+        every fit is measured at."""
+        return ["raw", *(c.stage for c in self.calibrators)]
 
     def data_context(self) -> DataContext:
         """Where the data of this run come from (the local folder made absolute)."""

@@ -118,9 +118,16 @@ def method_entry(path: str, entry: Any, *, check_params: bool = True) -> MethodS
                 kind.check_value(f"{where}[{i}]", targets[name], value)
         checked_grid[name] = tuple(values)
     name = entry.get("name", kind.default_name)
-    if not isinstance(name, str) or not name.replace("-", "_").replace(".", "_").isidentifier():
-        raise _fail(f"{path}.name", "a name of letters, digits, '_', '-' or '.'", name)
+    _check_label(f"{path}.name", name)
     return MethodSpec(name=name, kind=kind, params=dict(params), grid=checked_grid, targets=targets)
+
+
+def _check_label(path: str, name: Any) -> str:
+    """A method name or calibrator label: letters, digits, ``_``, ``-`` and ``.``, not
+    starting with a digit (the names records, tables and file names use)."""
+    if not isinstance(name, str) or not name.replace("-", "_").replace(".", "_").isidentifier():
+        raise _fail(path, "a name of letters, digits, '_', '-' or '.'", name)
+    return name
 
 
 def _check_unique_name(section: str, what: str, i: int, entry, earlier, hint: str = "") -> None:
@@ -183,21 +190,41 @@ def check_methods_with_budget(methods: tuple[MethodSpec, ...], budget: Budget) -
 
 # --------------------------------------------------------------------------- calibrators
 def calibrator_entry(path: str, entry: Any, *, check_params: bool = True) -> CalibratorSpec:
+    """One ``calibrators`` entry: a registered name, or ``{"name", "label", "params"}``.
+
+    ``label`` (optional) names the entry's stage; ``check_params=False`` only reads the
+    structure (a saved run's configuration).
+    """
     if isinstance(entry, str):
         entry = {"name": entry}
-    _mapping(path, entry, ("name", "params"))
+    _mapping(path, entry, ("name", "label", "params"))
     name = entry.get("name")
     if name not in CALIBRATORS:
-        raise _fail(
-            f"{path}.name" if "params" in entry else path, f"one of {list(CALIBRATORS)}", name
-        )
+        raise _fail(f"{path}.name" if len(entry) > 1 else path, f"one of {list(CALIBRATORS)}", name)
+    label = None
+    if "label" in entry:
+        label = _check_label(f"{path}.label", entry["label"])
     params = _object(f"{path}.params", entry.get("params", {}))
+    if check_params:
+        _check_calibrator_available(path, CALIBRATORS[name])
     for key, value in params.items():
         if key == "estimator":
             raise ConfigError(f"{path}.params.{key}", "set by the runner (the fitted model)")
         if check_params:
             _check_calibrator_value(f"{path}.params.{key}", CALIBRATORS[name], key, value)
-    return CalibratorSpec(name, dict(params))
+    return CalibratorSpec(name, dict(params), label)
+
+
+def _check_calibrator_available(path: str, cls: type) -> None:
+    """ConfigError when a calibrator needs an optional package that is not installed
+    (a class with a ``check_dependencies`` classmethod, such as the external ones)."""
+    check = getattr(cls, "check_dependencies", None)
+    if check is None:
+        return
+    try:
+        check()
+    except ImportError as exc:
+        raise ConfigError(path, str(exc)) from None
 
 
 def _check_calibrator_value(path: str, cls: type, key: str, value: Any) -> None:
@@ -219,8 +246,16 @@ def calibrators_section(data: Any, *, check_params: bool) -> tuple[CalibratorSpe
     calibrators: list[CalibratorSpec] = []
     for i, entry in enumerate(entries):
         spec = calibrator_entry(f"calibrators[{i}]", entry, check_params=check_params)
-        if any(c.name == spec.name for c in calibrators) or spec.name == "raw":
-            raise ConfigError(f"calibrators[{i}]", f"duplicate calibrator {spec.name!r}")
+        where = f"calibrators[{i}].label" if spec.label is not None else f"calibrators[{i}]"
+        if spec.stage == "raw":
+            raise ConfigError(where, "'raw' names the uncalibrated model; pick another label")
+        for j, other in enumerate(calibrators):
+            if other.stage == spec.stage:
+                hint = "" if spec.label is not None else "; give each a 'label'"
+                raise ConfigError(
+                    where,
+                    f"duplicate calibrator {spec.stage!r} (also calibrators[{j}]){hint}",
+                )
         calibrators.append(spec)
     return tuple(calibrators)
 
@@ -302,7 +337,7 @@ def metrics_section(data: Any, default: tuple[str, ...]) -> tuple[str, ...]:
 
 def selection_section(data: Any, calibrators: tuple[CalibratorSpec, ...]) -> str:
     selection = data.get("selection", "raw")
-    allowed = ["raw", *(c.name for c in calibrators)]
+    allowed = ["raw", *(c.stage for c in calibrators)]
     if selection not in allowed:
         raise _fail("selection", f"one of {allowed} (raw, or a configured calibrator)", selection)
     return selection

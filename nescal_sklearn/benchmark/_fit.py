@@ -22,6 +22,7 @@ from sklearn.frozen import FrozenEstimator
 
 from ._data import Split
 from ._evaluate import evaluate_stages
+from ._external import calibrator_summary
 from ._plan import FitTask
 from ._records import RecordStore, library_versions
 from ._registry import CALIBRATORS
@@ -70,8 +71,26 @@ def collect_warnings(into: list[str]):
             into.append(message)
 
 
-def _fit(estimator, split: Split):
-    """Fit; ``X_val``/``y_val`` go to estimators whose ``fit`` takes them (early stopping)."""
+#: Estimator parameters holding a thread count that defaults to "all cores" when None
+#: (pytabkit's ``n_threads``); the fit sets them to the budget's thread count.
+THREAD_PARAMS = ("n_threads",)
+
+
+def _fit(estimator, split: Split, threads: int | None = None):
+    """Fit; ``X_val``/``y_val`` go to estimators whose ``fit`` takes them (early stopping).
+
+    Every estimator gets the same validation rows: ``NeSCalClassifier``,
+    ``HistGradientBoostingClassifier`` (unless its ``early_stopping`` is False) and
+    pytabkit's models (which then, with their default ``n_cv=1, n_refit=0``, neither split
+    off validation rows of their own nor refit on them). A parameter of
+    :data:`THREAD_PARAMS` left at None is set to ``threads``, so that the estimator keeps to the fit's thread budget (pytabkit would
+    otherwise set torch to every physical core during its fit).
+    """
+    if threads is not None:
+        params = estimator.get_params(deep=False)
+        unset = {name: threads for name in THREAD_PARAMS if name in params and params[name] is None}
+        if unset:
+            estimator.set_params(**unset)
     accepted = inspect.signature(estimator.fit).parameters
     wants_val = "X_val" in accepted and "y_val" in accepted
     if wants_val and estimator.get_params().get("early_stopping", True) is not False:
@@ -90,15 +109,6 @@ def _fit_info(model) -> dict:
     return info
 
 
-def _calibrator_summary(calibrated) -> dict:
-    out = {}
-    for name in ("temperature_", "temperatures_"):
-        value = getattr(calibrated, name, None)
-        if value is not None:
-            out[name.rstrip("_")] = np.asarray(value, dtype=float).tolist()
-    return out
-
-
 def execute_fit(task: FitTask) -> dict:
     """Run one fit and return its record (see ``docs/benchmark_runner.md`` for the layout)."""
     caught: list[str] = []
@@ -107,7 +117,7 @@ def execute_fit(task: FitTask) -> dict:
         split, split_name = task.dataset.split(data, task.seed, task.splits, task.budget.max_rows)
         start = time.perf_counter()
         with collect_warnings(caught):
-            model = _fit(clone(task.estimator), split)
+            model = _fit(clone(task.estimator), split, task.budget.threads)
         fit_seconds = time.perf_counter() - start
 
         stages = {"raw": model}
@@ -115,9 +125,10 @@ def execute_fit(task: FitTask) -> dict:
         with collect_warnings(caught):
             for spec in task.calibrators:
                 calibrator = CALIBRATORS[spec.name](FrozenEstimator(model), **spec.params)
-                stages[spec.name] = calibrator.fit(split.X_val, split.y_val)
+                stages[spec.stage] = calibrator.fit(split.X_val, split.y_val)
         calibration_seconds = time.perf_counter() - start
-        measured = evaluate_stages(stages, split, task.conditions, task.seed)
+        with collect_warnings(caught):  # predictions warn too (lightning, sklearn's metrics)
+            measured = evaluate_stages(stages, split, task.conditions, task.seed)
 
     return {
         "key": task.key,
@@ -138,7 +149,7 @@ def execute_fit(task: FitTask) -> dict:
         **measured,
         "fit": {**_fit_info(model), "warnings": caught},
         "calibrators": {
-            name: _calibrator_summary(fitted) for name, fitted in stages.items() if name != "raw"
+            name: calibrator_summary(fitted) for name, fitted in stages.items() if name != "raw"
         },
         "environment": library_versions(),
         "run": {

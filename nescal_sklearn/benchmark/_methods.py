@@ -152,11 +152,10 @@ class MethodKind(ABC):
         ``where(param)`` says where the configuration sets an estimator parameter (for
         messages). Raises :class:`ParameterConflict`.
         """
-        if hasattr(estimator, "_validate_params"):
-            try:
-                estimator._validate_params()
-            except (ValueError, TypeError) as exc:
-                raise ParameterConflict(None, str(exc)) from None
+        try:
+            _validate_params(estimator)
+        except (ValueError, TypeError) as exc:
+            raise ParameterConflict(None, str(exc)) from None
 
     @property
     def uses_neighbours(self) -> bool:
@@ -167,6 +166,13 @@ class MethodKind(ABC):
     def is_plain_cross_entropy(self) -> bool:
         """Whether the estimator trains with plain cross-entropy (the report's baseline)."""
         return False
+
+
+def _validate_params(estimator) -> None:
+    """scikit-learn's parameter validation of ``estimator``, when it declares its
+    constraints (a ``BaseEstimator`` of another library, such as pytabkit's, may not)."""
+    if hasattr(estimator, "_validate_params") and hasattr(estimator, "_parameter_constraints"):
+        estimator._validate_params()
 
 
 def _library_check(path: str, check) -> None:
@@ -369,8 +375,7 @@ class ClassifierMethod(MethodKind):
 
         def check():
             estimator.set_params(**{target: value})
-            if hasattr(estimator, "_validate_params"):
-                estimator._validate_params()
+            _validate_params(estimator)
 
         _library_check(path, check)
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import entr
+from sklearn.calibration import CalibratedClassifierCV
 from sklearn.metrics import accuracy_score, roc_auc_score
 
 from .. import calibration
@@ -20,6 +21,7 @@ from ..metrics import (
     log_loss,
     maximum_calibration_error,
 )
+from ._external import ProbmetricsCalibrator
 
 __all__ = [
     "CALIBRATORS",
@@ -128,12 +130,17 @@ def ood_metrics(proba_in: np.ndarray, proba_out: np.ndarray) -> dict[str, float]
     return {name: float(m.function(proba_in, proba_out)) for name, m in OOD_METRICS.items()}
 
 
-#: Calibrator name in a configuration -> class of :mod:`nescal_sklearn.calibration`.
+#: Calibrator name in a configuration -> class of :mod:`nescal_sklearn.calibration`, or
+#: (``probmetrics``, ``sklearn``) an external calibrator for side-by-side comparisons
+#: (:mod:`._external`). Each is built as ``cls(FrozenEstimator(model), **params)``.
 CALIBRATORS: dict[str, type] = {
     "temperature": calibration.CalibratedTemperature,
     "vector": calibration.CalibratedVectorScaling,
     "matrix": calibration.CalibratedMatrixScaling,
+    "structured_matrix": calibration.CalibratedStructuredMatrixScaling,
     "isotonic": calibration.CalibratedIsotonic,
     "histogram": calibration.CalibratedHistogramBinning,
     "ensemble_temperature": calibration.CalibratedEnsembleTemperature,
+    "probmetrics": ProbmetricsCalibrator,
+    "sklearn": CalibratedClassifierCV,
 }

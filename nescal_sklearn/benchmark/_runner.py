@@ -89,7 +89,10 @@ def _plan_lines(plan: Plan, sizes: dict) -> list[str]:
             f"  {m.name:<24} {m.kind.describe()}{fixed}; {n} grid point{'s' * (n != 1)}"
             + (f": {grid}" if grid else "")
         )
-    lines.append(f"calibrators: {', '.join(c.name for c in config.calibrators) or 'none'}")
+    calibrators = ", ".join(
+        c.name if c.label is None else f"{c.label} ({c.name})" for c in config.calibrators
+    )
+    lines.append(f"calibrators: {calibrators or 'none'}")
     conditions = ", ".join(
         f"{c.name} ({c.kind}{''.join(f' {k}={v}' for k, v in c.params().items())})"
         for c in config.conditions

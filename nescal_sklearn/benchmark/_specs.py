@@ -105,13 +105,38 @@ def _optional_str(path: str, value: Any) -> str | None:
 
 @dataclass(frozen=True)
 class CalibratorSpec:
-    """A post-hoc calibrator applied to every fitted model (name from the registry)."""
+    """A post-hoc calibrator applied to every fitted model.
+
+    ``name`` is its class in the registry (``CALIBRATORS``); ``label``, when given, names
+    its stage instead, so that one class can be configured more than once with
+    different ``params``.
+
+    Examples
+    --------
+    >>> from nescal_sklearn.benchmark._specs import CalibratorSpec
+    >>> CalibratorSpec("temperature", {}).stage
+    'temperature'
+    >>> spec = CalibratorSpec("temperature", {"guard": None}, label="temperature_plain")
+    >>> spec.stage, spec.to_json()["label"]
+    ('temperature_plain', 'temperature_plain')
+    """
 
     name: str
     params: Mapping[str, Any]
+    label: str | None = None
+
+    @property
+    def stage(self) -> str:
+        """The stage this calibrator's results are recorded under: the label, else the name."""
+        return self.label if self.label is not None else self.name
 
     def to_json(self) -> dict:
-        return {"name": self.name, "params": dict(self.params)}
+        """``{"name", "params"}``, plus ``"label"`` only when one is given (so that an
+        entry without a label keeps the record keys it had before labels existed)."""
+        out = {"name": self.name, "params": dict(self.params)}
+        if self.label is not None:
+            out["label"] = self.label
+        return out
 
 
 @dataclass(frozen=True)
