@@ -21,6 +21,11 @@ Default run (about two minutes on one core)::
 The loss call of each penalty variant, in µs and as a ratio to cross-entropy::
 
     python benchmarks/overhead.py --loss-call
+
+What ``early_stopping="refinement"`` adds to an epoch (the temperature solve on the
+validation logits, against the epoch's own time)::
+
+    python benchmarks/overhead.py --refinement
 """
 
 from __future__ import annotations
@@ -63,6 +68,10 @@ def parse_args(argv=None) -> argparse.Namespace:
         help="time the loss call alone (µs per forward + backward, batch --batch-size)",
     )  # fmt: skip
     parser.add_argument("--batch-size", type=int, default=256, help="batch of --loss-call")
+    parser.add_argument(
+        "--refinement", action="store_true",
+        help="time the refinement criterion's temperature solve against the epoch",
+    )  # fmt: skip
     parser.add_argument("--quick", action="store_true", help="tiny smoke run")
     args = parser.parse_args(argv)
     if args.quick:
@@ -136,6 +145,26 @@ def loss_call(args) -> int:
     return 0
 
 
+def refinement_cost(X, y, args) -> int:
+    """Seconds of the per-epoch temperature solve against the epoch, CE, no early stop."""
+    clf = NeSCalClassifier(
+        loss="ce", max_epochs=args.epochs, early_stopping="refinement",
+        patience=args.epochs, random_state=0,
+    ).fit(X, y)  # fmt: skip
+    solve = np.array(clf.history_[:, "refinement_seconds"])
+    epoch = np.array(clf.history_[:, "dur"])
+    n_val = int(np.ceil(clf.validation_fraction * len(y)))
+    print(f"data: {args.rows} rows x {args.features} features, {args.classes} classes "
+          f"({n_val} validation rows); default MLP, CE, {args.epochs} epochs; "
+          f"{torch.get_num_threads()} thread(s)")
+    print(f"{'measure':42s} {'median':>10s} {'max':>10s}")
+    print(f"{'temperature solve s per epoch':42s} {np.median(solve):10.4g} {solve.max():10.4g}")
+    print(f"{'epoch s (training + validation + solve)':42s} {np.median(epoch):10.4g} "
+          f"{epoch.max():10.4g}")
+    print(f"{'solve / epoch':42s} {np.median(solve / epoch):10.4f} {np.max(solve / epoch):10.4f}")
+    return 0
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     if args.threads > 0:
@@ -148,6 +177,8 @@ def main(argv=None) -> int:
         n_classes=args.classes, n_clusters_per_class=1, random_state=0,
     )  # fmt: skip
     X = X.astype(np.float32)
+    if args.refinement:
+        return refinement_cost(X, y, args)
     losses = {
         "js": lambda: NeSCalLoss(
             warmup=args.warmup, n_neighbors=args.neighbors, aggregation=args.aggregation,

@@ -27,6 +27,14 @@ def test_overhead_quick():
     assert "graph build (epoch 2)" in out
 
 
+def test_overhead_refinement_quick():
+    out = run_script("benchmarks/overhead.py", "--quick", "--refinement")
+    assert "(120 validation rows)" in out
+    row = next(line for line in out.splitlines() if line.startswith("solve / epoch"))
+    median, largest = (float(v) for v in row.split()[-2:])
+    assert 0.0 < median <= largest < 1.0  # the solve is part of the epoch it is timed in
+
+
 def test_overhead_loss_call_quick():
     out = run_script("benchmarks/overhead.py", "--quick", "--loss-call", "--repeats", "1")
     lines = out.splitlines()
