@@ -8,7 +8,10 @@ Usage::
     nescal-bench validate CONFIG
     nescal-bench compare RESULTS_DIR... [--confirm-seeds S ...] [--references M ...]
                          [--best-of M ...] [--condition NAME] [--metric NAME]
+                         [--methods M ...] [--stages STAGE ...]
                          [--plot PNG] [--plot-methods M ...]
+    nescal-bench calibrators RESULTS_DIR... [--confirm-seeds S ...] [--methods M ...]
+                             [--reference STAGE] [--tolerance PCT]
 
 Exit status:
 
@@ -107,6 +110,14 @@ def _parser() -> argparse.ArgumentParser:
         help="metric compared (default: nll, or the condition's own, e.g. auroc for OOD rows)",
     )  # fmt: skip
     compare.add_argument(
+        "--methods", nargs="+", default=None, metavar="M",
+        help="compare only these methods (references are added; default: all)",
+    )  # fmt: skip
+    compare.add_argument(
+        "--stages", nargs="+", default=None, metavar="STAGE",
+        help="only these stages: raw and calibrator names or labels (default: all)",
+    )  # fmt: skip
+    compare.add_argument(
         "--plot", default=None, metavar="PNG",
         help="also draw the per-dataset changes against the first reference to this PNG",
     )  # fmt: skip
@@ -114,13 +125,52 @@ def _parser() -> argparse.ArgumentParser:
         "--plot-methods", nargs="+", default=None, metavar="M",
         help="methods drawn by --plot (default: every method but the references)",
     )  # fmt: skip
+    calibrators = commands.add_parser(
+        "calibrators", help="the post-hoc calibrators of a run side by side (markdown)"
+    )
+    calibrators.add_argument(
+        "results_dirs", nargs="+", metavar="RESULTS_DIR", help="results folders (pooled)"
+    )
+    calibrators.add_argument(
+        "--confirm-seeds", nargs="+", type=int, default=None, metavar="S",
+        help="confirm seeds to use (default: each folder's own)",
+    )  # fmt: skip
+    calibrators.add_argument(
+        "--methods", nargs="+", default=None, metavar="M",
+        help="only the fits of these methods (default: all)",
+    )  # fmt: skip
+    calibrators.add_argument(
+        "--reference", default="temperature", metavar="STAGE",
+        help="the calibrator the others are compared with (default: temperature)",
+    )  # fmt: skip
+    calibrators.add_argument(
+        "--tolerance", type=float, default=5.0, metavar="PCT",
+        help="a fit is hurt when calibration raises its test NLL by more (default: 5)",
+    )  # fmt: skip
     return parser
+
+
+def _calibrators(args) -> int:
+    from .benchmark import calibrators_markdown, pool_results
+
+    pooled = pool_results(args.results_dirs, args.confirm_seeds)
+    if args.methods is not None:
+        pooled = pooled.subset(args.methods)
+    text = calibrators_markdown(pooled, reference=args.reference, tolerance=args.tolerance)
+    print(text, end="")
+    return 0
 
 
 def _compare(args) -> int:
     from .benchmark import compare_markdown, plot_comparison, pool_results
 
     pooled = pool_results(args.results_dirs, args.confirm_seeds)
+    if args.methods is not None or args.stages is not None:
+        methods = None
+        if args.methods is not None:
+            extra = [m for m in [*args.references, *args.best_of] if m in pooled.methods]
+            methods = list(dict.fromkeys([*args.methods, *extra]))
+        pooled = pooled.subset(methods, args.stages)
     print(
         compare_markdown(
             pooled,
@@ -192,6 +242,8 @@ def _main(args) -> int:
             return 0
         if args.command == "compare":
             return _compare(args)
+        if args.command == "calibrators":
+            return _calibrators(args)
         config = load_config(args.config)
         if args.command == "validate":
             n_points = sum(len(m.points()) for m in config.methods)

@@ -13,6 +13,7 @@ import pytest
 
 from nescal_sklearn.benchmark import (
     ScaledRows,
+    calibrators_markdown,
     compare_markdown,
     load_config,
     pool_results,
@@ -250,3 +251,75 @@ def test_compare_report_and_validate_import_neither_torch_nor_skorch(folders, tm
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stderr.splitlines()[-1] == "[]"
     assert Path(one / "report.md").is_file()
+
+
+# --------------------------------------------------------------------------- stage filters
+def test_subset_keeps_the_asked_methods_and_stages():
+    pooled = _pooled(
+        _records("ce", [1.0, 0.5, 0.4], [0.6, 0.7, 0.8]),
+        _records("nescal", [0.8, 0.45, 0.42], [0.66, 0.84, 0.76]),
+    )
+    only = pooled.subset(["nescal"], ["temperature"])
+    assert only.methods == ["nescal"] and only.stages == ["temperature"]
+    assert set(only.values[("nescal", "a")]["clean"]) == {"temperature"}
+    assert only.fit_seeds[("nescal", "a")] == [3, 4]
+    assert pooled.stages == ["raw", "temperature"]  # the original is untouched
+    with pytest.raises(ValueError, match=re.escape("no stage 'sms' in the results; they have")):
+        pooled.subset(stages=["sms"])
+    with pytest.raises(ValueError, match=re.escape("no method 'x' in the results")):
+        pooled.subset(["x"])
+
+
+def test_compare_stages_and_methods_flags(folders, capsys):
+    one, _ = folders
+    assert main(["compare", str(one), "--stages", "temperature", "--methods", "ls"]) == 0
+    out = capsys.readouterr().out
+    assert "| ls | ts |" in out and "| ls | raw |" not in out
+    assert "## Raw test NLL" in out and "| sklearn-iris | – | – |" in out  # no raw stage kept
+    assert main(["compare", str(one), "--stages", "platt"]) == 2
+    assert "no stage 'platt' in the results" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- calibrators
+def _calibrated(method, raw, stages):
+    """One dataset, two seeds: raw NLL ``raw[i]``, each stage's NLL ``stages[name][i]``."""
+    return [
+        {
+            "key": f"{method}-{seed}",
+            "method": method,
+            "dataset": "d",
+            "seed": seed,
+            "test": {"raw": {"nll": raw[i]}, **{s: {"nll": v[i]} for s, v in stages.items()}},
+            "fit": {},
+        }
+        for i, seed in enumerate((3, 4))
+    ]
+
+
+def test_calibrators_table_by_hand():
+    pooled = PooledResults(seeds=[3, 4], stages=["raw", "temperature", "plain"])
+    for record in _calibrated("ce", [1.0, 1.0], {"temperature": [0.9, 1.02], "plain": [0.8, 1.5]}):
+        pooled.add(record)
+    for record in _calibrated("ls", [0.5, 0.5], {"temperature": [0.45, 0.45], "plain": [0.4, 0.6]}):
+        pooled.add(record)
+    text = calibrators_markdown(pooled)
+    # per fit against raw: temperature -10, +2, -10, -10 %; plain -20, +50, -20, +20 %
+    assert "| temperature | 4 | -10.00 % | 0 | +2.00 % | d / ce / seed 4 |" in text
+    assert "| plain | 4 | +0.00 % | 2 | +50.00 % | d / ce / seed 4 |" in text
+    # against temperature on seed means: ce 1.15 vs 0.96 (+19.79 %), ls 0.5 vs 0.45 (+11.11 %)
+    assert "| plain | 0/2 | +15.45 % | 0.5 |" in text
+    assert "| raw | 0/2 | +7.64 % | 0.5 |" in text  # ce +4.17 %, ls +11.11 %
+    # per method against raw, seed means: ce 0.96 and 1.15 vs 1.0; ls 0.45 and 0.5 vs 0.5
+    assert "| ce | -4.00 % | +15.00 % |" in text and "| ls | -10.00 % | +0.00 % |" in text
+    with pytest.raises(ValueError, match=re.escape("no calibration stage 'sms'")):
+        calibrators_markdown(pooled, reference="sms")
+
+
+def test_calibrators_command(folders, capsys):
+    one, _ = folders
+    assert main(["calibrators", str(one), "--methods", "ce"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("# Calibrators side by side, confirm seeds [1, 2], 2 datasets, 1 methods")
+    assert re.search(r"\| temperature \| 4 \| [-+]\d+\.\d\d % \| \d \|", out)
+    assert main(["calibrators", str(one), "--reference", "sms"]) == 2
+    assert "no calibration stage 'sms' in the results" in capsys.readouterr().err

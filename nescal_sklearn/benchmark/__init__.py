@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from .._compat.lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
+    "calibrators_markdown": "_calibrator_compare",
     "compare_markdown": "_compare",
     "CompareError": "_compare",
     "plot_comparison": "_compare",
@@ -71,6 +72,7 @@ __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
 
 
 if TYPE_CHECKING:  # pragma: no cover - for static analysers only
+    from ._calibrator_compare import calibrators_markdown  # noqa: F401
     from ._compare import (  # noqa: F401
         CompareError,
         compare_markdown,

@@ -43,8 +43,9 @@ class PooledResults:
     """Confirm-seed results of one or several results folders, pooled by record key.
 
     ``values[(method, dataset)][condition][stage][metric]`` lists the values over the
-    seeds (``condition`` is ``"clean"`` for the test rows); ``penalty[method]`` counts
-    the pooled fits by ``penalty_status``.
+    seeds (``condition`` is ``"clean"`` for the test rows), in the order of
+    ``fit_seeds[(method, dataset)]``; ``penalty[method]`` counts the pooled fits by
+    ``penalty_status``.
     """
 
     seeds: list[int]
@@ -52,6 +53,7 @@ class PooledResults:
     conditions: dict[str, Condition] = field(default_factory=dict)
     values: dict = field(default_factory=dict)
     penalty: dict[str, dict[str, int]] = field(default_factory=dict)
+    fit_seeds: dict = field(default_factory=dict)
 
     @property
     def methods(self) -> list[str]:
@@ -62,7 +64,9 @@ class PooledResults:
         return sorted({d for _, d in self.values})
 
     def add(self, record: dict) -> None:
-        by_condition = self.values.setdefault((record["method"], record["dataset"]), {})
+        key = (record["method"], record["dataset"])
+        self.fit_seeds.setdefault(key, []).append(record["seed"])
+        by_condition = self.values.setdefault(key, {})
         measured = {CLEAN: record["test"], **record.get("conditions", {})}
         for condition, stages in measured.items():
             for stage, metrics in stages.items():
@@ -73,6 +77,36 @@ class PooledResults:
         if status is not None:
             counts = self.penalty.setdefault(record["method"], {})
             counts[status] = counts.get(status, 0) + 1
+
+    def subset(
+        self, methods: Sequence[str] | None = None, stages: Sequence[str] | None = None
+    ) -> PooledResults:
+        """The same results restricted to ``methods`` and ``stages`` (None: all of them).
+
+        Raises :class:`CompareError` naming a method or stage the results do not have.
+        """
+        for kind, asked, known in (
+            ("method", methods, self.methods),
+            ("stage", stages, self.stages),
+        ):
+            unknown = [x for x in (asked or ()) if x not in known]
+            if unknown:
+                raise CompareError(
+                    f"no {kind} {unknown[0]!r} in the results; they have {list(known)}"
+                )
+        keep_methods = set(self.methods if methods is None else methods)
+        keep_stages = [s for s in self.stages if stages is None or s in stages]
+        values = {
+            key: {
+                condition: {s: v for s, v in by_stage.items() if s in keep_stages}
+                for condition, by_stage in by_condition.items()
+            }
+            for key, by_condition in self.values.items()
+            if key[0] in keep_methods
+        }
+        penalty = {m: dict(c) for m, c in self.penalty.items() if m in keep_methods}
+        seeds = {k: list(v) for k, v in self.fit_seeds.items() if k[0] in keep_methods}
+        return PooledResults(self.seeds, keep_stages, dict(self.conditions), values, penalty, seeds)
 
     def means(self, method: str, condition: str, stage: str, metric: str) -> dict[str, float]:
         """``dataset -> mean over seeds`` of ``method`` (datasets that have the value)."""
