@@ -395,7 +395,7 @@ A1_CASES = [
     Case("E63", "mixup=nan", lambda c: c.fit(graph(mixup=np.nan)),
          _invalid("mixup", "a float in the range [0.0, inf)", "nan")),
     Case("E64", "validation_fraction=0.99", lambda c: c.fit(graph(validation_fraction=0.99)),
-         Raises(ValueError, "early_stopping=True with validation_fraction=0.99 splits the 60 "
+         Raises(ValueError, "early_stopping='nll' with validation_fraction=0.99 splits the 60 "
                 "rows into 0 training and 60 validation rows")),
     Case("E65", "X_val given, y_val missing", lambda c: c.fit(graph(), X_val=c.X[:12]),
          Raises(ValueError, "X_val and y_val must be passed together; got only one of them.")),
