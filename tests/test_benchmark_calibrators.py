@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import re
 import sys
 
@@ -377,3 +378,25 @@ def test_realmlp_anchor_runs_through_execute_fit(tmp_path, monkeypatch):
         assert np.isfinite(record["test"][stage]["nll"])
         assert np.isfinite(record["validation"][stage]["nll"])
     assert record["test"]["raw"]["accuracy"] > 0.5
+
+
+def test_a_failing_calibrator_fails_its_stage_only(tmp_path):
+    from nescal_sklearn.benchmark import load_config, run_benchmark
+    from nescal_sklearn.benchmark._records import check_record
+
+    config = config_with(
+        tmp_path,
+        ["temperature", {"name": "temperature", "label": "broken", "params": {"cv": 3}}],
+    )
+    # cv with a frozen estimator is refused by the calibrator at fit time (a ValueError).
+    record = execute_fit(only_task(config))
+    assert set(record["test"]) == {"raw", "temperature"}
+    assert record["calibrators"]["broken"]["error"].startswith("ValueError: ")
+    check_record(record, record["key"], stages=config.stages)  # a valid record
+    # The run keeps the record (no failure), and its report and comparisons are written.
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**config.to_json(), "output": str(tmp_path / "run")}))
+    summary = run_benchmark(load_config(path), progress=False)
+    assert not summary.failures
+    (stored,) = [json.loads(f.read_text()) for f in (tmp_path / "run" / "records").glob("*.json")]
+    assert "error" in stored["calibrators"]["broken"]

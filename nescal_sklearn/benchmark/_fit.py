@@ -121,11 +121,15 @@ def execute_fit(task: FitTask) -> dict:
         fit_seconds = time.perf_counter() - start
 
         stages = {"raw": model}
+        failed: dict[str, dict] = {}
         start = time.perf_counter()
         with collect_warnings(caught):
             for spec in task.calibrators:
                 calibrator = CALIBRATORS[spec.name](FrozenEstimator(model), **spec.params)
-                stages[spec.stage] = calibrator.fit(split.X_val, split.y_val)
+                try:
+                    stages[spec.stage] = calibrator.fit(split.X_val, split.y_val)
+                except Exception as exc:  # that stage only: the model and the others stay
+                    failed[spec.stage] = {"error": f"{type(exc).__name__}: {exc}"}
         calibration_seconds = time.perf_counter() - start
         with collect_warnings(caught):  # predictions warn too (lightning, sklearn's metrics)
             measured = evaluate_stages(stages, split, task.conditions, task.seed)
@@ -149,7 +153,8 @@ def execute_fit(task: FitTask) -> dict:
         **measured,
         "fit": {**_fit_info(model), "warnings": caught},
         "calibrators": {
-            name: calibrator_summary(fitted) for name, fitted in stages.items() if name != "raw"
+            **{name: calibrator_summary(f) for name, f in stages.items() if name != "raw"},
+            **failed,
         },
         "environment": library_versions(),
         "run": {

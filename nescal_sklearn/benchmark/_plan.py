@@ -258,7 +258,9 @@ def select_point(
             record = records.get(index.key(dataset, method.name, point, seed))
             if record is None:
                 return None
-            values.append(record["validation"][config.selection]["nll"])
+            # A calibrator that failed on this fit gives the point no score (NaN: last).
+            stage = record["validation"].get(config.selection)
+            values.append(np.nan if stage is None else stage["nll"])
         scores.append((point, float(np.mean(values))))
     best = min(range(len(scores)), key=lambda i: (not np.isfinite(scores[i][1]), scores[i][1], i))
     return scores[best][0], scores

@@ -283,9 +283,21 @@ def check_record(
         _need(f"data.{name}", _is_count(data[name]), "an int >= 0", data[name])
     _need("data.split", isinstance(data["split"], str), "a string", data["split"])
     found = _stages("test", record["test"], _metrics)
-    if stages is not None and found != set(stages):
+    # A calibrator that raised on this fit has {"error": ...} in 'calibrators' instead.
+    failed = {
+        name
+        for name, summary in record["calibrators"].items()
+        if isinstance(summary, Mapping) and "error" in summary
+    }
+    if failed & found:
         raise InvalidRecordError(
-            f"'test' has the stages {sorted(found)}; its configuration has {sorted(stages)}"
+            f"'test' has the stages {sorted(failed & found)} that 'calibrators' says failed"
+        )
+    if stages is not None and found | failed != set(stages):
+        raise InvalidRecordError(
+            f"'test' has the stages {sorted(found)}"
+            + (f" (and {sorted(failed)} failed)" if failed else "")
+            + f"; its configuration has {sorted(stages)}"
         )
     for stage, values in record["test"].items():
         missing = [m for m in metrics if m not in values]

@@ -126,7 +126,10 @@ def _dataset_section(config, ds, means, chosen, reported, methods, stages, base)
         Paragraph(f"Mean ± std over {n_seeds} confirm seed(s); best per calibration in bold.")
     )
     curves = {
-        m: {stage: [r["reliability"][stage] for r in recs] for stage in stages}
+        m: {
+            stage: [r["reliability"][stage] for r in recs if stage in r["reliability"]]
+            for stage in stages
+        }
         for m, recs in reported.get(ds.name, {}).items()
         if m in methods
     }

@@ -223,13 +223,18 @@ def _summary_line(result: dict, task: FitTask, done: int, total: int, selection:
         return f"{head} | FAILED: {result['failure']['error']}"
     record = result["record"]
     test = record["test"]["raw"]
+    chosen = record["validation"].get(selection)
     line = (
-        f"{head} | val NLL {record['validation'][selection]['nll']:.4f} | test NLL "
-        f"{test['nll']:.4f} ECE {test['ece']:.4f} acc {test['accuracy']:.4f}"
+        f"{head} | val NLL {'failed' if chosen is None else format(chosen['nll'], '.4f')} | "
+        f"test NLL {test['nll']:.4f} ECE {test['ece']:.4f} acc {test['accuracy']:.4f}"
     )
     for name in record["test"]:
         if name != "raw":
-            line += f" | {name}: NLL {record['test'][name]['nll']:.4f} ECE {record['test'][name]['ece']:.4f}"
+            stage = record["test"][name]
+            line += f" | {name}: NLL {stage['nll']:.4f} ECE {stage['ece']:.4f}"
+    for name, summary in record["calibrators"].items():
+        if "error" in summary:
+            line += f" | {name}: FAILED ({summary['error']})"
     return f"{line} | {record['run']['fit_seconds']:.1f} s"
 
 

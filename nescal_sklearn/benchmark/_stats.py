@@ -211,10 +211,20 @@ def mean_table(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def _stage_means(means: pd.DataFrame, stage: str, metric: str) -> pd.DataFrame | None:
+    """Per-dataset means by method at ``stage`` (None when no fit has that stage: a
+    calibrator that failed on every fit)."""
+    try:
+        sub = means.xs((stage, metric), level=("stage", "metric"))
+    except KeyError:
+        return None
+    return sub["mean"].unstack("method")
+
+
 def paired_means(means: pd.DataFrame, method: str, other: str, stage: str, metric: str):
     """Per-dataset means of ``method`` and ``other`` on the datasets both have."""
-    sub = means.xs((stage, metric), level=("stage", "metric"))["mean"].unstack("method")
-    if method not in sub or other not in sub:
+    sub = _stage_means(means, stage, metric)
+    if sub is None or method not in sub or other not in sub:
         return np.array([]), np.array([])
     both = sub[[method, other]].dropna()
     return both[method].to_numpy(), both[other].to_numpy()
@@ -227,10 +237,10 @@ def average_ranks(
 
     Returns the ranks and the number of datasets ranked.
     """
-    sub = means.xs((stage, metric), level=("stage", "metric"))["mean"].unstack("method")
-    present = [m for m in methods if m in sub]
-    sub = sub[present].dropna()
-    if sub.empty:
+    sub = _stage_means(means, stage, metric)
+    present = [] if sub is None else [m for m in methods if m in sub]
+    sub = None if sub is None else sub[present].dropna()
+    if sub is None or sub.empty:
         return {m: math.nan for m in methods}, 0
     values = sub.to_numpy()
     if greater_is_better:
