@@ -184,8 +184,11 @@ def test_binary_and_multiclass_in_refit_modes(calibrator, n_classes, cv):
 def test_integer_sample_weight_equals_repetition(calibrator):
     model, X_cal, y_cal = fitted_and_calibration_split(ScaledLogitClassifier(scale=2.0))
     weights = np.arange(X_cal.shape[0]) % 3  # zero weights included
-    weighted = calibrator(FrozenEstimator(model)).fit(X_cal, y_cal, sample_weight=weights)
-    repeated = calibrator(FrozenEstimator(model)).fit(
+    # The bootstrap of CalibratedTemperature's default guard draws other rows from a
+    # weighted set than from its repetition (same distribution, other draws): unguarded.
+    kwargs = {"guard": None} if calibrator is CalibratedTemperature else {}
+    weighted = calibrator(FrozenEstimator(model), **kwargs).fit(X_cal, y_cal, sample_weight=weights)
+    repeated = calibrator(FrozenEstimator(model), **kwargs).fit(
         np.repeat(X_cal, weights, axis=0), np.repeat(y_cal, weights)
     )
     X_new, _ = make_data(random_state=3)
@@ -288,7 +291,7 @@ def test_matrix_scaling_regularisation_shrinks_off_diagonal_and_intercept():
 def test_ensemble_temperature_weights_are_the_simplex_optimum():
     model, X_cal, y_cal = fitted_and_calibration_split(ScaledLogitClassifier(5.0))
     fitted = CalibratedEnsembleTemperature(FrozenEstimator(model)).fit(X_cal, y_cal)
-    plain = CalibratedTemperature(FrozenEstimator(model)).fit(X_cal, y_cal)
+    plain = CalibratedTemperature(FrozenEstimator(model), guard=None).fit(X_cal, y_cal)
     assert fitted.temperature_ == pytest.approx(plain.temperature_)
     assert fitted.weights_.sum() == pytest.approx(1.0) and np.all(fitted.weights_ >= 0)
     # No point of a fine simplex grid does better than the fitted weights.

@@ -127,7 +127,7 @@ def test_temperature_one_reproduces_the_estimator():
 def test_mixture_guard_is_ts_mixed_with_uniform_at_one_over_n_plus_one():
     lr, X_cal, y_cal = fitted_and_calibration_split()
     plain = CalibratedTemperature(FrozenEstimator(lr), guard=None).fit(X_cal, y_cal)
-    guarded = CalibratedTemperature(FrozenEstimator(lr)).fit(X_cal, y_cal)
+    guarded = CalibratedTemperature(FrozenEstimator(lr), guard="mixture").fit(X_cal, y_cal)
     weight = 1.0 / (len(y_cal) + 1)
     assert guarded.temperature_ == plain.temperature_
     assert guarded.mixture_weight_ == pytest.approx(weight, rel=1e-12)
@@ -136,6 +136,53 @@ def test_mixture_guard_is_ts_mixed_with_uniform_at_one_over_n_plus_one():
     expected = (1 - weight) * plain.predict_proba(X) + weight / 3
     np.testing.assert_allclose(guarded.predict_proba(X), expected, rtol=1e-10, atol=1e-15)
     np.testing.assert_array_equal(guarded.predict(X), lr.predict(X))
+
+
+def _bootstrap_reference(logits, y, seed, n_bootstrap=100):
+    """log T by a grid-free scipy solve on each resample, written out independently."""
+    from scipy.optimize import minimize_scalar
+    from scipy.special import log_softmax
+
+    def log_t(z, labels):
+        def nll_at(s):
+            return -log_softmax(z * np.exp(-s), axis=1)[np.arange(len(labels)), labels].mean()
+
+        return minimize_scalar(nll_at, bounds=(-10, 10), method="bounded",
+                               options={"xatol": 1e-10}).x  # fmt: skip
+
+    rng = np.random.default_rng(seed)
+    draws = []
+    for _ in range(n_bootstrap):
+        rows = rng.choice(len(y), size=len(y), replace=True)
+        draws.append(log_t(logits[rows], y[rows]))
+    fitted = log_t(logits, y)
+    spread = np.std(draws, ddof=1)
+    return fitted, np.sign(fitted) * max(0.0, abs(fitted) - spread), spread
+
+
+@pytest.mark.parametrize(("scale", "seed"), [(5.0, 0), (0.3, 7)])
+def test_shrinkage_soft_thresholds_log_t_by_its_bootstrap_spread(scale, seed):
+    model, X_cal, y_cal = fitted_and_calibration_split(ScaledLogitClassifier(scale=scale))
+    calibrated = CalibratedTemperature(FrozenEstimator(model), random_state=seed)
+    calibrated.fit(X_cal, y_cal)
+    logits = calibrated.calibrated_classifiers_[0].logits(X_cal)
+    fitted, shrunk, spread = _bootstrap_reference(logits, y_cal, seed)
+    pair = calibrated.calibrated_classifiers_[0].calibrator
+    assert np.log(calibrated.fitted_temperature_) == pytest.approx(fitted, abs=1e-6)
+    assert pair.standard_error_ == pytest.approx(spread, rel=1e-4)
+    assert np.log(calibrated.temperature_) == pytest.approx(shrunk, abs=1e-4)
+    # A clearly miscalibrated model keeps most of its temperature, on the same side of 1.
+    assert 0 < abs(np.log(calibrated.temperature_)) < abs(fitted)
+    assert (calibrated.temperature_ > 1) == (scale > 1)
+
+
+def test_shrinkage_is_deterministic_and_seeded_by_random_state():
+    model, X_cal, y_cal = fitted_and_calibration_split(ScaledLogitClassifier(scale=3.0))
+    first = CalibratedTemperature(FrozenEstimator(model)).fit(X_cal, y_cal).temperature_
+    again = CalibratedTemperature(FrozenEstimator(model)).fit(X_cal, y_cal).temperature_
+    seeded = CalibratedTemperature(FrozenEstimator(model), random_state=5).fit(X_cal, y_cal)
+    assert first == again  # random_state=None: the bootstrap still uses seed 0
+    assert seeded.temperature_ != first and seeded.fitted_temperature_ < first * 10
 
 
 def _separable_case():
@@ -155,9 +202,16 @@ def test_separable_calibration_rows_do_not_blow_up_the_test_nll():
     with pytest.warns(UserWarning, match="already classified correctly"):
         plain = CalibratedTemperature(FrozenEstimator(model), guard=None).fit(X_cal, y_cal)
     with pytest.warns(UserWarning, match="already classified correctly"):
-        guarded = CalibratedTemperature(FrozenEstimator(model)).fit(X_cal, y_cal)
+        guarded = CalibratedTemperature(FrozenEstimator(model), guard="mixture").fit(X_cal, y_cal)
+    with pytest.warns(UserWarning, match="already classified correctly"):
+        shrunk = CalibratedTemperature(FrozenEstimator(model)).fit(X_cal, y_cal)
     plain_nll = nll(y_test, np.clip(plain.predict_proba(X_test), 1e-300, None))
     guarded_nll = nll(y_test, guarded.predict_proba(X_test))
+    # The default shrinkage: resamples of separable rows are separable too, the bootstrap
+    # spread of log T is large, and T returns to 1: the uncalibrated model, exactly.
+    assert shrunk.fitted_temperature_ == plain.temperature_
+    assert shrunk.temperature_ == 1.0
+    np.testing.assert_allclose(shrunk.predict_proba(X_test), model.predict_proba(X_test))
     # Unguarded, T goes to its lower bound: one-hot predictions, huge NLL on every error.
     assert plain.temperature_ < 1e-3
     assert plain_nll > 100 * raw  # measured: 0.45 -> 136
@@ -243,11 +297,15 @@ def test_proba_only_estimator_is_calibrated_on_log_probabilities():
 def test_integer_sample_weight_equals_repetition():
     lr, X_cal, y_cal = fitted_and_calibration_split()
     weights = np.arange(X_cal.shape[0]) % 3
-    weighted = CalibratedTemperature(FrozenEstimator(lr)).fit(X_cal, y_cal, sample_weight=weights)
-    repeated = CalibratedTemperature(FrozenEstimator(lr)).fit(
-        np.repeat(X_cal, weights, axis=0), np.repeat(y_cal, weights)
-    )
-    assert weighted.temperature_ == pytest.approx(repeated.temperature_, rel=1e-6)
+    for guard in (None, "mixture"):
+        weighted = CalibratedTemperature(FrozenEstimator(lr), guard=guard).fit(
+            X_cal, y_cal, sample_weight=weights
+        )
+        repeated = CalibratedTemperature(FrozenEstimator(lr), guard=guard).fit(
+            np.repeat(X_cal, weights, axis=0), np.repeat(y_cal, weights)
+        )
+        assert weighted.temperature_ == pytest.approx(repeated.temperature_, rel=1e-6)
+        assert weighted.mixture_weight_ == pytest.approx(repeated.mixture_weight_)
 
 
 def test_sample_weight_reaches_the_estimator():
@@ -576,10 +634,17 @@ def test_frozen_estimator_on_a_row_it_gets_wrong_warns_at_the_upper_bound():
         3, "There is a single calibration row, and one row cannot calibrate a temperature"
     )
     with pytest.warns(UserWarning, match=re.escape(message)):
-        calibrated = CalibratedTemperature(FrozenEstimator(lr)).fit(
+        calibrated = CalibratedTemperature(FrozenEstimator(lr), guard=None).fit(
             X_cal[row : row + 1], y_cal[row : row + 1]
         )
     np.testing.assert_allclose(calibrated.predict_proba(X_cal), 1 / 3, atol=1e-3)
+    # The default guard does not follow a temperature without a finite optimum: T = 1.
+    with pytest.warns(UserWarning, match=re.escape(message)):
+        shrunk = CalibratedTemperature(FrozenEstimator(lr)).fit(
+            X_cal[row : row + 1], y_cal[row : row + 1]
+        )
+    assert shrunk.temperature_ == 1.0
+    np.testing.assert_allclose(shrunk.predict_proba(X_cal), lr.predict_proba(X_cal))
 
 
 def test_no_bound_warning_and_same_temperature_on_ordinary_data():
@@ -588,7 +653,8 @@ def test_no_bound_warning_and_same_temperature_on_ordinary_data():
     lr, X_cal, y_cal = fitted_and_calibration_split(ScaledLogitClassifier(scale=3.0))
     with _warnings.catch_warnings():
         _warnings.simplefilter("error")
-        temperature = CalibratedTemperature(FrozenEstimator(lr)).fit(X_cal, y_cal).temperature_
+        calibrated = CalibratedTemperature(FrozenEstimator(lr), guard=None).fit(X_cal, y_cal)
+        temperature = calibrated.temperature_
     reference = 1.0 / _sklearn_inverse_temperature(lr, X_cal, y_cal)
     assert abs(temperature - reference) / reference < 1e-6
 
