@@ -83,16 +83,9 @@ def _parser() -> argparse.ArgumentParser:
     validate = commands.add_parser("validate", help="check a config and exit")
     validate.add_argument("config", metavar="CONFIG", help="JSON configuration file")
 
-    compare = commands.add_parser(
-        "compare", help="paired comparisons of methods across datasets (markdown)"
+    compare = _pooled_command(
+        commands, "compare", "paired comparisons of methods across datasets (markdown)"
     )
-    compare.add_argument(
-        "results_dirs", nargs="+", metavar="RESULTS_DIR", help="results folders (pooled)"
-    )
-    compare.add_argument(
-        "--confirm-seeds", nargs="+", type=int, default=None, metavar="S",
-        help="confirm seeds to use (default: each folder's own)",
-    )  # fmt: skip
     compare.add_argument(
         "--references", nargs="+", default=["ce", "label_smoothing"], metavar="M",
         help="methods every other is compared with (skipped when absent)",
@@ -125,16 +118,9 @@ def _parser() -> argparse.ArgumentParser:
         "--plot-methods", nargs="+", default=None, metavar="M",
         help="methods drawn by --plot (default: every method but the references)",
     )  # fmt: skip
-    calibrators = commands.add_parser(
-        "calibrators", help="the post-hoc calibrators of a run side by side (markdown)"
+    calibrators = _pooled_command(
+        commands, "calibrators", "the post-hoc calibrators of a run side by side (markdown)"
     )
-    calibrators.add_argument(
-        "results_dirs", nargs="+", metavar="RESULTS_DIR", help="results folders (pooled)"
-    )
-    calibrators.add_argument(
-        "--confirm-seeds", nargs="+", type=int, default=None, metavar="S",
-        help="confirm seeds to use (default: each folder's own)",
-    )  # fmt: skip
     calibrators.add_argument(
         "--methods", nargs="+", default=None, metavar="M",
         help="only the fits of these methods (default: all)",
@@ -148,6 +134,19 @@ def _parser() -> argparse.ArgumentParser:
         help="a fit is hurt when calibration raises its test NLL by more (default: 5)",
     )  # fmt: skip
     return parser
+
+
+def _pooled_command(commands, name: str, help_text: str):
+    """A subcommand reading pooled results folders: ``RESULTS_DIR...`` and ``--confirm-seeds``."""
+    command = commands.add_parser(name, help=help_text)
+    command.add_argument(
+        "results_dirs", nargs="+", metavar="RESULTS_DIR", help="results folders (pooled)"
+    )
+    command.add_argument(
+        "--confirm-seeds", nargs="+", type=int, default=None, metavar="S",
+        help="confirm seeds to use (default: each folder's own)",
+    )  # fmt: skip
+    return command
 
 
 def _calibrators(args) -> int:
