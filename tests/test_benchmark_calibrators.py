@@ -400,3 +400,21 @@ def test_a_failing_calibrator_fails_its_stage_only(tmp_path):
     assert not summary.failures
     (stored,) = [json.loads(f.read_text()) for f in (tmp_path / "run" / "records").glob("*.json")]
     assert "error" in stored["calibrators"]["broken"]
+
+
+def test_stages_are_measured_in_float64_whatever_the_model_returns():
+    from nescal_sklearn.benchmark._evaluate import aligned_proba
+
+    class Float32Model(LogisticRegression):
+        def predict_proba(self, X):
+            return super().predict_proba(X).astype(np.float32)
+
+    X, y = load_wine(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    model = Float32Model(C=1e4, max_iter=5000).fit(X, y)
+    proba = aligned_proba(model, X, model.classes_)
+    assert proba.dtype == np.float64
+    # float32 probabilities would be clipped at 1.2e-7 by log_loss: 15.9 nats at most.
+    hard = np.zeros_like(proba)
+    hard[np.arange(len(y)), (y + 1) % 3] = 1.0  # every row wrong with certainty
+    assert log_loss(y, hard.astype(np.float32)) < 16.0 < log_loss(y, hard)

@@ -15,8 +15,13 @@ __all__ = ["aligned_proba", "evaluate_stages", "reliability_bins"]
 
 
 def aligned_proba(model, X, classes: np.ndarray) -> np.ndarray:
-    """``predict_proba`` with one column per class of the whole dataset (0 for unseen ones)."""
-    proba = model.predict_proba(X)
+    """``predict_proba`` with one column per class of the whole dataset (0 for unseen ones).
+
+    Always float64: scikit-learn's ``log_loss`` clips probabilities at the machine
+    epsilon of their dtype, which for a float32 model (pytabkit's) is 1.2e-7, and would
+    cap each confident error at 15.9 nats instead of the 36 of every other stage.
+    """
+    proba = np.asarray(model.predict_proba(X), dtype=np.float64)
     model_classes = np.asarray(model.classes_)
     if len(model_classes) == len(classes) and np.array_equal(model_classes, classes):
         return proba
