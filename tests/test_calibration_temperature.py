@@ -30,7 +30,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from nescal_sklearn.calibration import CalibratedTemperature
 from nescal_sklearn.exceptions import NotFittedError
-from nescal_sklearn.metrics import _logits as logits_module
+from nescal_sklearn.metrics import logits as logits_module
 
 
 def _sklearn_inverse_temperature(estimator, X_cal, y_cal) -> float:

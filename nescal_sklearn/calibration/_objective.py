@@ -16,7 +16,7 @@ from scipy.optimize import minimize
 from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import ThreadpoolController
 
-from ..metrics._logits import normalised_weights, shifted_exp, weighted_nll
+from ..metrics.logits import normalised_weights, shifted_exp, weighted_nll
 
 __all__ = ["weighted_nll", "nll_and_logit_gradient", "minimize_from_identity"]
 

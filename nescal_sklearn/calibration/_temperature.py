@@ -10,7 +10,7 @@ from scipy.special import log_softmax
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import StrOptions
 
-from ..metrics._logits import LOG_TEMPERATURE_BOUNDS, optimal_log_temperature
+from ..metrics.logits import LOG_TEMPERATURE_BOUNDS, optimal_log_temperature
 from ._base import ArgmaxPreservingMixin, LogitOutputMixin, PostHocCalibrator, _LogitMap
 
 __all__ = [

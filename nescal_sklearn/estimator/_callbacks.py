@@ -29,7 +29,7 @@ import torch
 from skorch.callbacks import Callback, EarlyStopping
 
 from ..losses import NeSCalLoss
-from ..metrics._logits import optimal_log_temperature
+from ..metrics.logits import optimal_log_temperature
 from ._net import StopTraining
 
 __all__ = [

@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from ._logits import optimal_log_temperature
 from ._validation import check_classification_proba
+from .logits import optimal_log_temperature
 
 __all__ = ["refinement_log_loss"]
 

@@ -1,5 +1,8 @@
 """Negative log-likelihood of logits and its NLL-optimal temperature (numpy and scipy only).
 
+A public module of the metrics room for the rooms above it (and for users who work on
+logits rather than probabilities).
+
 The one place that solves the 1-D temperature problem: the refinement loss of this
 room, the refinement stopping criterion of the estimator and the post-hoc
 :class:`~nescal_sklearn.calibration.CalibratedTemperature` all call
