@@ -138,11 +138,12 @@ def test_bad_labels_name_the_entry(tmp_path, calibrators, message):
 
 def test_two_entries_of_one_class_are_two_stages(tmp_path):
     second = {"guard": None} if HAS_GUARD else {}
+    first = {"guard": "mixture"} if HAS_GUARD else {}
     config = config_with(
         tmp_path,
         [
-            "temperature",
-            {"name": "temperature", "label": "temperature_same"},
+            {"name": "temperature", "params": first},
+            {"name": "temperature", "label": "temperature_same", "params": first},
             {"name": "temperature", "label": "temperature_plain", "params": second},
         ],
         datasets=[{"sklearn": "iris"}],
@@ -274,7 +275,7 @@ def test_probmetrics_stage_in_a_fit_record(tmp_path):
     config = config_with(
         tmp_path,
         [
-            "temperature",
+            {"name": "temperature", "params": {"guard": None}},
             {"name": "probmetrics", "label": "pm_ts", "params": {"method": "temp-scaling"}},
         ],
     )  # breast_cancer: its validation rows are not separated (no degenerate temperature)

@@ -164,6 +164,12 @@ def test_a_run_records_every_condition_at_every_stage(shift_run):
     )
 
 
+def _float64(model, X):
+    """The runner measures every stage on float64 rows summing to 1 (float32 models)."""
+    proba = model.predict_proba(X).astype(np.float64)
+    return proba / proba.sum(axis=1, keepdims=True)
+
+
 def test_condition_metrics_are_those_of_the_seeded_condition_rows(shift_run):
     """Recompute one record's conditions from public pieces: the same split, the same model,
     the rows of each condition drawn with the generator of (seed, name)."""
@@ -186,13 +192,13 @@ def test_condition_metrics_are_those_of_the_seeded_condition_rows(shift_run):
         rows = condition.rows(split.X_test, np.random.default_rng([3, _crc(condition.name)]))
         got = record["conditions"][condition.name]["raw"]
         if condition.name.startswith("ood_"):
-            expected = ood_metrics(model.predict_proba(split.X_test), model.predict_proba(rows))
+            expected = ood_metrics(_float64(model, split.X_test), _float64(model, rows))
             assert got == pytest.approx(expected, rel=1e-12)
         else:
-            nll = log_loss(split.y_test, model.predict_proba(rows))
+            nll = log_loss(split.y_test, _float64(model, rows))
             assert got["nll"] == pytest.approx(nll, rel=1e-12)
     assert record["test"]["raw"]["nll"] == pytest.approx(
-        log_loss(split.y_test, model.predict_proba(split.X_test)), rel=1e-12
+        log_loss(split.y_test, _float64(model, split.X_test)), rel=1e-12
     )
 
 

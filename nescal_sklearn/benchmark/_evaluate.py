@@ -17,11 +17,16 @@ __all__ = ["aligned_proba", "evaluate_stages", "reliability_bins"]
 def aligned_proba(model, X, classes: np.ndarray) -> np.ndarray:
     """``predict_proba`` with one column per class of the whole dataset (0 for unseen ones).
 
-    Always float64: scikit-learn's ``log_loss`` clips probabilities at the machine
-    epsilon of their dtype, which for a float32 model (pytabkit's) is 1.2e-7, and would
-    cap each confident error at 15.9 nats instead of the 36 of every other stage.
+    Always float64, rows renormalised: scikit-learn's ``log_loss`` clips probabilities
+    at the machine epsilon of their dtype, which for a float32 model (pytabkit's, or a
+    scikit-learn model fitted on float32 features) is 1.2e-7, and would cap each
+    confident error at 15.9 nats instead of the 36 of every other stage; float32 rows
+    then sum to 1 only within ~1e-7, which the float64 metrics would warn about.
     """
-    proba = np.asarray(model.predict_proba(X), dtype=np.float64)
+    raw = model.predict_proba(X)
+    proba = np.asarray(raw, dtype=np.float64)
+    if np.asarray(raw).dtype != np.float64:
+        proba = proba / proba.sum(axis=1, keepdims=True)
     model_classes = np.asarray(model.classes_)
     if len(model_classes) == len(classes) and np.array_equal(model_classes, classes):
         return proba
