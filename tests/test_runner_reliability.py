@@ -298,7 +298,7 @@ def test_resume_moves_corrupt_records_aside_itself(reference, tmp_path, capsys):
     assert f"moved to {records / 'corrupt' / name}; run --resume fits it again\n" in err
     assert (
         f"nescal-bench: warning: {failures / 'x.json'}: skipped, not a valid failure note: "
-        "invalid JSON at line 1, column 1: Expecting value; no closing '}' (truncated?); moved to "
+        "invalid JSON at line 1, column 1: Expecting value; moved to "  # text, but not a cut record
         f"{failures / 'corrupt' / 'x.json'}\n"
     ) in err
     assert "crash: 1 fits finished, 7 already recorded, 0 failed" in err
@@ -430,3 +430,21 @@ def test_record_schema_names_what_is_wrong(change, problem, reference):
         check_record(record, key)
     with pytest.raises(ValueError, match="^'test' has the stages \\['raw'\\]; its configuration"):
         check_record(RecordStore(source).read(key), stages=["raw", "temperature"])
+
+
+def test_a_record_cut_anywhere_is_called_truncated_and_other_bad_text_is_not(tmp_path):
+    from nescal_sklearn.benchmark._records import InvalidRecordError, _parse
+
+    text = json.dumps(
+        {"key": "ab", "fit": {"n_epochs": 3, "history": [1.5, {"x": "y z"}]}}, indent=1
+    )
+    path = tmp_path / "r.json"
+    for cut in range(1, len(text) - 1):
+        path.write_text(text[:cut])
+        with pytest.raises(InvalidRecordError, match=re.escape("no closing '}' (truncated?)")):
+            _parse(path)
+    for bad in ("not json", '{"a": 1} trailing', '{"a": 1,, "b": 2}', "[1, 2]]"):
+        path.write_text(bad)
+        with pytest.raises(InvalidRecordError) as info:
+            _parse(path)
+        assert "truncated" not in str(info.value), bad

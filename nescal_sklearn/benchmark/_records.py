@@ -328,6 +328,29 @@ def check_failure(failure: Any, key: str | None = None) -> dict:
     return dict(failure)
 
 
+def _unclosed(text: str) -> bool:
+    """Whether ``text`` ends inside a string, object or array that it opened: a JSON
+    document cut short (a cut anywhere in a record leaves its outer ``{`` open)."""
+    depth, in_string, escaped = 0, False, False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth -= 1
+            if depth < 0:
+                return False  # closes more than it opened: malformed, not cut
+    return in_string or depth > 0
+
+
 def _parse(path: Path) -> Any:
     """The JSON of ``path``; InvalidRecordError saying why it cannot be read."""
     try:
@@ -345,7 +368,7 @@ def _parse(path: Path) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        ends = "" if text.rstrip().endswith(("}", "]")) else "; no closing '}' (truncated?)"
+        ends = "; no closing '}' (truncated?)" if _unclosed(text) else ""
         raise InvalidRecordError(
             f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}{ends}"
         ) from None
