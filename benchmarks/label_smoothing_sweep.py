@@ -20,7 +20,8 @@ the mean over confirm seeds of the test metric. Written to ``--figures`` (defaul
 
 The markdown table printed at the end gives, per epsilon, the median over datasets of
 the raw and after-TS ECE, the NLL change against epsilon 0 raw and after TS, the share
-of the NLL that smoothing gives up which TS recovers, and the accuracy change.
+of the NLL that smoothing gives up which TS recovers, and the accuracy change; then,
+raw and after TS, on how many datasets the ECE is lowest at an interior epsilon.
 ``--no-run`` only draws, from an existing results folder.
 """
 
@@ -37,8 +38,9 @@ CONFIG = ROOT / "benchmarks" / "configs" / "label_smoothing_sweep.json"
 
 #: The epsilons whose reliability curves are drawn (the nearest swept ones are used).
 RELIABILITY_EPSILONS = (0.0, 0.1, 0.3)
-#: Datasets of the reliability figure: up to this many, the ones with most test rows.
-RELIABILITY_DATASETS = 4
+#: Datasets of the reliability figure (2, 4, 10 and 26 classes) where the run has them;
+#: otherwise the four with most test rows.
+RELIABILITY_DATASETS = ("adult", "car", "pendigits", "letter")
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -213,8 +215,9 @@ def draw(rows, references, datasets, epsilons, figures: Path) -> list[Path]:
 
     # 4. reliability curves at three epsilons, truncated at each ceiling
     chosen_eps = sorted({min(epsilons, key=lambda e: abs(e - t)) for t in RELIABILITY_EPSILONS})
-    by_size = sorted(datasets, key=lambda d: -rows.get((d, 0.0), {}).get("n_test", 0))
-    shown = by_size[:RELIABILITY_DATASETS]
+    shown = [d for d in RELIABILITY_DATASETS if d in datasets]
+    if not shown:
+        shown = sorted(datasets, key=lambda d: -rows.get((d, 0.0), {}).get("n_test", 0))[:4]
     fig, axes = plt.subplots(1, len(shown), figsize=(3.6 * len(shown), 3.6), squeeze=False)
     for ax, dataset in zip(axes[0], shown, strict=True):
         for colour, epsilon in zip(("C0", "C1", "C2"), chosen_eps, strict=False):
@@ -235,7 +238,12 @@ def draw(rows, references, datasets, epsilons, figures: Path) -> list[Path]:
             if epsilon > 0:
                 ax.axvline(top, color=colour, ls=":", lw=1)
         ax.plot([0, 1], [0, 1], color="k", lw=0.8)
-        ax.set(title=dataset, xlabel="confidence", xlim=(0, 1.01), ylim=(0, 1.01))
+        ax.set(
+            title=f"{dataset} (K={row['n_classes']})",
+            xlabel="confidence",
+            xlim=(0, 1.01),
+            ylim=(0, 1.01),
+        )
         ax.legend(fontsize=7, loc="upper left")
     axes[0, 0].set_ylabel("accuracy (dotted: ceiling 1-e+e/K)")
     written.append(save(fig, figures / "label_smoothing_reliability.png"))
@@ -274,7 +282,25 @@ def main(argv=None) -> int:
         f"'after TS' = {args.calibrator}\n"
     )
     print(table(rows, datasets, epsilons))
+    print()
+    for stage, label in (("raw", "raw"), ("ts", "after TS")):
+        print(u_shape(rows, datasets, epsilons, stage, label))
     return 0
+
+
+def u_shape(rows, datasets, epsilons, stage: str, label: str) -> str:
+    """Where each dataset's ECE is lowest: at an interior epsilon (the U-shape) or an end."""
+    where = []
+    for dataset in datasets:
+        curve = [rows.get((dataset, e), {}).get(f"ece_{stage}", np.nan) for e in epsilons]
+        if not np.all(np.isnan(curve)):
+            where.append(epsilons[int(np.nanargmin(curve))])
+    interior = sum(epsilons[0] < e < epsilons[-1] for e in where)
+    return (
+        f"ECE {label}: lowest at an interior epsilon (U-shape) on {interior} of {len(where)} "
+        f"datasets, at epsilon {epsilons[0]:g} on {where.count(epsilons[0])}, at "
+        f"{epsilons[-1]:g} on {where.count(epsilons[-1])}"
+    )
 
 
 if __name__ == "__main__":
