@@ -168,7 +168,8 @@ def test_get_scorer_unknown_name():
     message = (
         "'neg_ece' is not a valid scoring value. Use one of nescal_sklearn's scorers "
         "['neg_classwise_calibration_error', 'neg_expected_calibration_error', "
-        "'neg_maximum_calibration_error', 'neg_refinement_log_loss'] or a name from sklearn.metrics.get_scorer_names()."
+        "'neg_local_calibration_error', 'neg_maximum_calibration_error', "
+        "'neg_refinement_log_loss'] or a name from sklearn.metrics.get_scorer_names()."
     )
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         get_scorer("neg_ece")

@@ -1,4 +1,4 @@
-"""Calibration metrics: reliability curve, ECE family, NLL, refinement NLL and Brier (numpy only).
+"""Calibration metrics: reliability curve, ECE family, local CE, NLL, refinement NLL, Brier (numpy).
 
 ``log_loss`` (NLL, mean negative log-likelihood of the true class, in nats) and
 ``brier_score_loss`` are scikit-learn's own functions, re-exported unchanged. For
@@ -33,6 +33,7 @@ from ._calibration_error import (
     expected_calibration_error,
     maximum_calibration_error,
 )
+from ._local import local_calibration_error
 from ._refinement import refinement_log_loss
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "classwise_reliability_curves",
     "ece_from_curve",
     "expected_calibration_error",
+    "local_calibration_error",
     "log_loss",
     "maximum_calibration_error",
     "refinement_log_loss",

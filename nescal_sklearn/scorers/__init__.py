@@ -1,10 +1,12 @@
-"""scikit-learn scorers for calibration: negated ECE, classwise ECE, MCE and refinement log-loss.
+"""scikit-learn scorers for calibration: negated ECE, classwise ECE, MCE, refinement log-loss, LCE.
 
 Each is a :class:`CalibrationScorer`: it calls ``estimator.predict_proba`` and returns
 minus the metric, passing the fitted estimator's ``classes_`` as ``labels``, so a
 cross-validation fold that lacks a class is still scored. Use the objects directly as
 ``scoring=`` (alone or in a dict of scorers), their names through :func:`get_scorer`,
 or build one over another metric or binning with :class:`CalibrationScorer`.
+``neg_local_calibration_error`` is a :class:`LocalCalibrationScorer`, which also passes
+the scored rows ``X``, standardised, as the feature space of the neighbourhoods.
 
 Examples
 --------
@@ -23,20 +25,24 @@ True
 
 from ._scorers import (
     CalibrationScorer,
+    LocalCalibrationScorer,
     get_scorer,
     get_scorer_names,
     neg_classwise_calibration_error,
     neg_expected_calibration_error,
+    neg_local_calibration_error,
     neg_maximum_calibration_error,
     neg_refinement_log_loss,
 )
 
 __all__ = [
     "CalibrationScorer",
+    "LocalCalibrationScorer",
     "get_scorer",
     "get_scorer_names",
     "neg_classwise_calibration_error",
     "neg_expected_calibration_error",
+    "neg_local_calibration_error",
     "neg_maximum_calibration_error",
     "neg_refinement_log_loss",
 ]

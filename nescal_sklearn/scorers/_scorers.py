@@ -8,6 +8,7 @@ from collections.abc import Callable
 from types import MappingProxyType
 from typing import Any
 
+import numpy as np
 from sklearn import get_config
 from sklearn.metrics import get_scorer as _sklearn_get_scorer
 from sklearn.metrics import get_scorer_names as _sklearn_get_scorer_names
@@ -16,16 +17,19 @@ from sklearn.utils.metadata_routing import UNCHANGED, MetadataRequest
 from ..metrics import (
     classwise_calibration_error,
     expected_calibration_error,
+    local_calibration_error,
     maximum_calibration_error,
     refinement_log_loss,
 )
 
 __all__ = [
     "CalibrationScorer",
+    "LocalCalibrationScorer",
     "get_scorer",
     "get_scorer_names",
     "neg_classwise_calibration_error",
     "neg_expected_calibration_error",
+    "neg_local_calibration_error",
     "neg_maximum_calibration_error",
     "neg_refinement_log_loss",
 ]
@@ -116,13 +120,18 @@ class CalibrationScorer:
                 f"{self!r} needs an estimator with a predict_proba method; "
                 f"got {type(estimator).__name__}, which has none."
             )
+        params = self._metric_arguments(estimator, X, sample_weight)
+        return -self.metric(y_true, estimator.predict_proba(X), **params)
+
+    def _metric_arguments(self, estimator: Any, X: Any, sample_weight: Any) -> dict[str, Any]:
+        """The keyword arguments of ``metric`` for scoring ``estimator`` on ``X``."""
         params = dict(self.metric_params)
         classes = getattr(estimator, "classes_", None)
         if classes is not None:
             params.setdefault("labels", classes)
         if sample_weight is not None:
             params["sample_weight"] = sample_weight
-        return -self.metric(y_true, estimator.predict_proba(X), **params)
+        return params
 
     def __repr__(self) -> str:
         name = getattr(self.metric, "__name__", None) or repr(self.metric)
@@ -178,6 +187,83 @@ class CalibrationScorer:
             return True
 
 
+class LocalCalibrationScorer(CalibrationScorer):
+    """Scorer: minus a local calibration metric, its neighbourhoods taken in the space of ``X``.
+
+    Like :class:`CalibrationScorer`, with one more argument for ``metric``: the
+    scored rows ``X`` themselves, standardised column by column (zero mean, unit
+    standard deviation over the scored rows; a constant column is 0), as its
+    ``features``. The neighbourhoods are thus measured in the input space, not in
+    any model's embedding, so every model of a search is judged on the same
+    neighbourhoods of the same rows. ``X`` must be a dense array of numbers (it is
+    converted with ``np.asarray(X, dtype=float)``): put the scorer on a pipeline
+    whose input is already numeric.
+
+    Parameters
+    ----------
+    metric : callable, default=local_calibration_error
+        ``metric(y_true, y_proba, features, *, labels=None, sample_weight=None,
+        **metric_params)`` returning a float, lower is better.
+    **metric_params : dict
+        Further keyword arguments of ``metric`` (``n_neighbors``, ``n_bins``,
+        ``reduction``, ...), except ``features``, which comes from ``X``.
+
+    See Also
+    --------
+    nescal_sklearn.metrics.local_calibration_error : The default metric.
+    CalibrationScorer : The scorer of the metrics that need no features.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn.model_selection import cross_val_score
+    >>> from nescal_sklearn.scorers import LocalCalibrationScorer
+    >>> scorer = LocalCalibrationScorer(n_neighbors=10, reduction="max")
+    >>> scorer
+    LocalCalibrationScorer(local_calibration_error, n_neighbors=10, reduction='max')
+    >>> X, y = load_iris(return_X_y=True)
+    >>> scores = cross_val_score(LogisticRegression(max_iter=1000), X, y, cv=3, scoring=scorer)
+    >>> bool(all(scores <= 0))
+    True
+    """
+
+    def __init__(
+        self, metric: Callable[..., float] = local_calibration_error, **metric_params: Any
+    ) -> None:
+        if "features" in metric_params:
+            raise TypeError(
+                f"{type(self).__name__} takes the features from the scored rows X; "
+                "do not pass features."
+            )
+        super().__init__(metric, **metric_params)
+
+    def _metric_arguments(self, estimator: Any, X: Any, sample_weight: Any) -> dict[str, Any]:
+        params = super()._metric_arguments(estimator, X, sample_weight)
+        params["features"] = self._standardised(X)
+        return params
+
+    def _standardised(self, X: Any) -> np.ndarray:
+        """``X`` as floats, each column at zero mean and unit standard deviation."""
+        try:
+            rows = np.asarray(X, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"{self!r} measures the neighbourhoods in the space of the scored rows X, "
+                "so X must hold numbers only; it could not be converted to a float array."
+            ) from None
+        bad = ~np.isfinite(rows)
+        if bad.any():
+            index = np.argwhere(bad)[0]
+            raise ValueError(
+                f"{self!r} measures the neighbourhoods in the space of the scored rows X, "
+                f"so X must be finite; got {rows[tuple(index)]} in row {index[0]}."
+            )
+        constant = np.ptp(rows, axis=0) == 0
+        spread = np.where(constant, 1.0, rows.std(axis=0))
+        return np.where(constant, 0.0, (rows - rows.mean(axis=0)) / spread)
+
+
 #: Minus the top-label ECE (15 uniform bins) of ``predict_proba``; higher is better.
 neg_expected_calibration_error = CalibrationScorer(expected_calibration_error)
 #: Minus the classwise ECE (15 uniform bins) of ``predict_proba``; higher is better.
@@ -186,11 +272,15 @@ neg_classwise_calibration_error = CalibrationScorer(classwise_calibration_error)
 neg_maximum_calibration_error = CalibrationScorer(maximum_calibration_error)
 #: Minus :func:`~nescal_sklearn.metrics.refinement_log_loss` (log-loss after the best temperature).
 neg_refinement_log_loss = CalibrationScorer(refinement_log_loss)
+#: Minus :func:`~nescal_sklearn.metrics.local_calibration_error` (20 neighbours, 15 bins) in the
+#: space of the standardised scored rows ``X``; higher is better.
+neg_local_calibration_error = LocalCalibrationScorer(local_calibration_error)
 
 _SCORERS = MappingProxyType(
     {
         "neg_classwise_calibration_error": neg_classwise_calibration_error,
         "neg_expected_calibration_error": neg_expected_calibration_error,
+        "neg_local_calibration_error": neg_local_calibration_error,
         "neg_maximum_calibration_error": neg_maximum_calibration_error,
         "neg_refinement_log_loss": neg_refinement_log_loss,
     }
@@ -204,7 +294,8 @@ def get_scorer(scoring: str | Callable | None) -> Callable | None:
     ----------
     scoring : str, callable or None
         ``"neg_expected_calibration_error"``, ``"neg_classwise_calibration_error"``,
-        ``"neg_maximum_calibration_error"`` or any name scikit-learn knows. A
+        ``"neg_maximum_calibration_error"``, ``"neg_refinement_log_loss"``,
+        ``"neg_local_calibration_error"`` or any name scikit-learn knows. A
         callable or None is returned unchanged.
 
     Returns
