@@ -40,13 +40,19 @@ _EXPORTS: dict[str, str] = {
     "expected_calibration_error": "metrics",
     "classwise_calibration_error": "metrics",
     "maximum_calibration_error": "metrics",
+    "local_calibration_error": "metrics",
     "refinement_log_loss": "metrics",
     "reliability_curve": "metrics",
     "neg_expected_calibration_error": "scorers",
     "neg_classwise_calibration_error": "scorers",
     "neg_maximum_calibration_error": "scorers",
+    "neg_local_calibration_error": "scorers",
     "neg_refinement_log_loss": "scorers",
     "ReliabilityDisplay": "plotting",
+    # diagnostics
+    "neighbour_confidence_gap": "diagnostics",
+    "fisher_laplacian_ratio": "diagnostics",
+    "label_smoothing_bounds": "diagnostics",
     # exceptions
     "NeSCalError": "exceptions",
     "NotFittedError": "exceptions",
@@ -69,6 +75,11 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
         CalibratedTemperature,
         CalibratedVectorScaling,
     )
+    from .diagnostics import (  # noqa: F401
+        fisher_laplacian_ratio,
+        label_smoothing_bounds,
+        neighbour_confidence_gap,
+    )
     from .estimator import (  # noqa: F401
         NeSCalClassifier,
         TabularMLP,
@@ -81,6 +92,7 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
     from .metrics import (  # noqa: F401
         classwise_calibration_error,
         expected_calibration_error,
+        local_calibration_error,
         maximum_calibration_error,
         refinement_log_loss,
         reliability_curve,
@@ -90,6 +102,7 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
     from .scorers import (  # noqa: F401
         neg_classwise_calibration_error,
         neg_expected_calibration_error,
+        neg_local_calibration_error,
         neg_maximum_calibration_error,
         neg_refinement_log_loss,
     )
