@@ -1,0 +1,438 @@
+"""The theory checks of ``nescal_sklearn.diagnostics`` on trained models of the dev suite.
+
+For every dataset and seed this fits, on the runner's split and preprocessing (3000-row
+cap, 60/20/20 stratified split, the sweep config's budget: 60 epochs, patience 10, one
+thread), cross-entropy, label smoothing at epsilon 0.1 and 0.3, default NeSCal, and a
+second cross-entropy model with another initialisation (the control for the ranking
+measure). Then it measures, and prints as markdown:
+
+* the neighbour confidence gap on each model's own kNN graph (10 neighbours, cosine on
+  its embeddings; training rows among themselves and test rows against the training
+  rows): the share of edges where ``|conf_i - conf_j| <= TV <= sqrt(2 JS)`` holds (a
+  theorem: 100 % or a bug), the median tightness of each inequality, and the median
+  neighbour JS and confidence gap of NeSCal against cross-entropy;
+* the local Fisher-Laplacian ratio ``JS / (1/8 sum (p - q)^2 / p)`` at the median
+  edge of NeSCal's graph, and on synthetic perturbations;
+* the label-smoothing closed forms on the training rows (share of rows above the
+  confidence ceiling, logit gap against its bound, hard-label NLL against its floor);
+* the ranking of the wrong classes: per test row (three classes or more), the Spearman
+  correlation of a model's wrong-class probabilities with cross-entropy's;
+* the local calibration error (kNN neighbourhoods of the standardised inputs) of CE,
+  LS 0.1 and NeSCal on the test rows, raw and after temperature scaling, compared
+  pairwise over datasets (Wilcoxon signed-rank).
+
+Figures go to ``--figures`` (default ``docs/figures``): ``diagnostics_neighbour_gap.png``,
+``diagnostics_fisher.png``, ``diagnostics_label_smoothing.png``. Run from the
+repository root::
+
+    python benchmarks/diagnostics.py --jobs 2            # 19 datasets x 2 seeds, ~10 min
+    python benchmarks/diagnostics.py --no-run            # report again from results/diagnostics.pkl
+    python benchmarks/diagnostics.py --quick             # smoke run (seconds)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA_DIR = ROOT.parent / "shared" / "data"
+DEV_SUITE = (
+    "adult", "bank-marketing", "electricity", "shuttle", "letter", "magic-telescope",
+    "pendigits", "phoneme", "spambase", "churn", "mnist_784_5k", "fashion-mnist", "kc1",
+    "car", "credit-g", "vehicle", "diabetes", "soybean", "wdbc",
+)  # fmt: skip
+#: name -> (loss, loss parameters, seed offset of the initialisation)
+MODELS = {
+    "ce": ("ce", {}, 0),
+    "ce_other_seed": ("ce", {}, 1000),
+    "ls_010": ("label_smoothing", {"epsilon": 0.1}, 0),
+    "ls_030": ("label_smoothing", {"epsilon": 0.3}, 0),
+    "nescal": ("nescal", {}, 0),
+}
+N_NEIGHBORS = 10
+#: The dataset of the figures (10 classes), when it is in the run.
+FEATURED = "pendigits"
+#: Neighbourhood size of the local calibration error.
+LCE_NEIGHBORS = 20
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--datasets", nargs="+", default=list(DEV_SUITE))
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1])
+    parser.add_argument("--jobs", type=int, default=1, help="parallel fits (one thread each)")
+    parser.add_argument("--max-rows", type=int, default=3000)
+    parser.add_argument("--max-epochs", type=int, default=60)
+    parser.add_argument("--patience", type=int, default=10)
+    parser.add_argument("--figures", type=Path, default=ROOT / "docs" / "figures")
+    parser.add_argument(
+        "--save",
+        type=Path,
+        default=Path("results") / "diagnostics.pkl",
+        help="where the measured results are kept (pickle), for --no-run",
+    )
+    parser.add_argument(
+        "--no-run", action="store_true", help="report and draw from --save, fitting nothing"
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="smoke run: sklearn's digits and wine, 8 epochs"
+    )
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.datasets, args.seeds = ["sklearn-digits", "sklearn-wine"], [0]
+        args.max_epochs, args.patience, args.max_rows = 8, 3, 600
+    return args
+
+
+def load(name: str, max_rows: int, seed: int):
+    """The runner's split of dataset ``name`` (local suite, or ``sklearn-<name>``)."""
+    from nescal_sklearn.benchmark import cap_rows, load_local_dataset, stratified_split
+
+    if name.startswith("sklearn-"):
+        import sklearn.datasets
+
+        X, y = getattr(sklearn.datasets, f"load_{name[8:]}")(return_X_y=True, as_frame=True)
+    else:
+        data = load_local_dataset(name, DATA_DIR)
+        X, y = data.X, data.y
+    X, y = cap_rows(X, np.asarray(y), max_rows)
+    return stratified_split(X, y, seed=seed)
+
+
+def wrong_class_rank_correlation(y, proba, reference) -> float:
+    """Mean over rows of the Spearman correlation of the wrong-class probabilities of
+    ``proba`` and ``reference`` (rows whose wrong classes are all tied are skipped)."""
+    from scipy.stats import rankdata
+
+    n, k = proba.shape
+    mask = np.ones_like(proba, dtype=bool)
+    mask[np.arange(n), y] = False
+    a = rankdata(proba[mask].reshape(n, k - 1), axis=1)
+    b = rankdata(reference[mask].reshape(n, k - 1), axis=1)
+    a, b = a - a.mean(axis=1, keepdims=True), b - b.mean(axis=1, keepdims=True)
+    denominator = np.sqrt((a * a).sum(axis=1) * (b * b).sum(axis=1))
+    keep = denominator > 0
+    return float(np.mean((a * b).sum(axis=1)[keep] / denominator[keep])) if keep.any() else np.nan
+
+
+def standardised(X) -> np.ndarray:
+    X = np.asarray(X, dtype=np.float64)
+    sd = X.std(axis=0)
+    return (X - X.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
+
+
+def measure(name: str, seed: int, args: argparse.Namespace) -> dict:
+    """Fit the models of :data:`MODELS` on one split and measure every check."""
+    import warnings
+
+    import torch
+    from sklearn.frozen import FrozenEstimator
+
+    from nescal_sklearn import CalibratedTemperature, NeSCalClassifier
+    from nescal_sklearn.diagnostics import (
+        fisher_laplacian_ratio,
+        label_smoothing_bounds,
+        neighbour_confidence_gap,
+    )
+    from nescal_sklearn.metrics import expected_calibration_error, local_calibration_error
+
+    torch.set_num_threads(1)
+    split = load(name, args.max_rows, seed)
+    y_train = np.searchsorted(split.classes, split.y_train)
+    y_test = np.searchsorted(split.classes, split.y_test)
+    y_val = np.searchsorted(split.classes, split.y_val)
+    k = len(split.classes)
+    models, seconds = {}, {}
+    for model_name, (loss, params, offset) in MODELS.items():
+        start = time.perf_counter()
+        model = NeSCalClassifier(
+            loss=loss,
+            max_epochs=args.max_epochs,
+            patience=args.patience,
+            random_state=seed + offset,
+        ).set_params(**{f"loss__{key}": value for key, value in params.items()})
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # PenaltyInactiveWarning: counted below instead
+            model.fit(split.X_train, y_train, X_val=split.X_val, y_val=y_val)
+        models[model_name] = model
+        seconds[model_name] = time.perf_counter() - start
+    out: dict = {"dataset": name, "seed": seed, "n_classes": k, "seconds": seconds}
+    out["penalty_status"] = models["nescal"].penalty_status_
+    features = standardised(split.X_test)
+    out["gap"], out["lce"], out["ece"], out["ranking"] = {}, {}, {}, {}
+    for model_name in ("ce", "nescal"):
+        model = models[model_name]
+        train = neighbour_confidence_gap(model, split.X_train, n_neighbors=N_NEIGHBORS)
+        test = neighbour_confidence_gap(
+            model, split.X_test, reference_X=split.X_train, n_neighbors=N_NEIGHBORS
+        )
+        out["gap"][model_name] = {"train": train, "test": test}
+    out["fisher"] = fisher_laplacian_ratio(models["nescal"], split.X_train, n_neighbors=N_NEIGHBORS)
+    out["ls_bounds"] = {
+        m: label_smoothing_bounds(models[m], split.X_train, y_train) for m in ("ls_010", "ls_030")
+    }
+    test_proba = {m: models[m].predict_proba(split.X_test) for m in models}
+    if k >= 3:
+        for m in ("ce_other_seed", "ls_010", "ls_030", "nescal"):
+            out["ranking"][m] = wrong_class_rank_correlation(
+                y_test, test_proba[m], test_proba["ce"]
+            )
+    for m in ("ce", "ls_010", "nescal"):
+        calibrated = CalibratedTemperature(FrozenEstimator(models[m])).fit(split.X_val, y_val)
+        for stage, proba in (
+            ("raw", test_proba[m]),
+            ("ts", calibrated.predict_proba(split.X_test)),
+        ):
+            out["lce"][(m, stage)] = local_calibration_error(
+                y_test, proba, features, n_neighbors=LCE_NEIGHBORS, labels=np.arange(k)
+            )
+            out["ece"][(m, stage)] = expected_calibration_error(y_test, proba, labels=np.arange(k))
+    return out
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    import pickle
+
+    if args.no_run:
+        report(pickle.loads(args.save.read_bytes()), args)
+        return 0
+    from joblib import Parallel, delayed
+
+    tasks = [(d, s) for d in args.datasets for s in args.seeds]
+    print(f"{len(tasks)} splits x {len(MODELS)} models, --jobs {args.jobs}", file=sys.stderr)
+    start = time.perf_counter()
+    results = []
+    for i, result in enumerate(
+        Parallel(n_jobs=args.jobs, return_as="generator")(
+            delayed(measure)(d, s, args) for d, s in tasks
+        ),
+        1,
+    ):
+        print(
+            f"[{i}/{len(tasks)}] {result['dataset']} seed {result['seed']}: "
+            f"{sum(result['seconds'].values()):.1f} s",
+            file=sys.stderr,
+        )
+        results.append(result)
+    print(f"done in {time.perf_counter() - start:.0f} s", file=sys.stderr)
+    args.save.parent.mkdir(parents=True, exist_ok=True)
+    args.save.write_bytes(pickle.dumps(results))
+    report(results, args)
+    return 0
+
+
+def paired(new: list[float], old: list[float]) -> str:
+    """``lower on / n, median relative change, Wilcoxon p`` of ``new`` against ``old``."""
+    from scipy.stats import wilcoxon
+
+    new, old = np.asarray(new, float), np.asarray(old, float)
+    keep = np.isfinite(new) & np.isfinite(old)
+    new, old = new[keep], old[keep]
+    if not len(new):
+        return "—"
+    change = 100 * np.median(new / np.where(old > 0, old, np.nan) - 1)
+    p = wilcoxon(new, old).pvalue if len(new) > 1 and np.any(new != old) else float("nan")
+    return f"{int(np.sum(new < old))}/{len(new)} lower, median {change:+.1f} %, p = {p:.2g}"
+
+
+def by_dataset(results, value) -> dict[str, float]:
+    """Dataset -> mean over its seeds of ``value(result)`` (NaN-free results only)."""
+    out: dict[str, list] = {}
+    for result in results:
+        v = value(result)
+        if v is not None and np.isfinite(v):
+            out.setdefault(result["dataset"], []).append(v)
+    return {d: float(np.mean(v)) for d, v in out.items()}
+
+
+def common(*maps) -> tuple[list, ...]:
+    keys = sorted(set.intersection(*(set(m) for m in maps)))
+    return tuple([m[k] for k in keys] for m in maps)
+
+
+def report(results: list[dict], args) -> None:
+    """Print the markdown findings and draw the figures."""
+    results = sorted(results, key=lambda r: (r["dataset"], r["seed"]))
+    print(f"## Diagnostics: {len({r['dataset'] for r in results})} datasets, seeds {args.seeds}\n")
+
+    # 1. the inequalities, over every model, split and graph
+    gaps = [g for r in results for m in r["gap"].values() for g in m.values()]
+    edges = sum(g.n_edges for g in gaps)
+    held_gap = sum(g.fraction_gap_within_tv * g.n_edges for g in gaps)
+    held_tv = sum(g.fraction_tv_within_bound * g.n_edges for g in gaps)
+    print("### Neighbour confidence gap: |conf_i - conf_j| <= TV <= sqrt(2 JS)\n")
+    print(f"* edges checked: {edges} ({len(gaps)} graphs: CE and NeSCal, train and test-to-train)")
+    print(
+        f"* |conf gap| <= TV held on {held_gap:.0f} ({100 * held_gap / edges:.4f} %); "
+        f"TV <= sqrt(2 JS) on {held_tv:.0f} ({100 * held_tv / edges:.4f} %)"
+    )
+    print(
+        f"* largest excess: gap - TV {max(g.max_gap_excess for g in gaps):.2e}, "
+        f"TV - sqrt(2 JS) {max(g.max_tv_excess for g in gaps):.2e}"
+    )
+    for label, key in (
+        ("conf gap / TV", "median_gap_over_tv"),
+        ("TV / sqrt(2 JS)", "median_tv_over_bound"),
+    ):
+        values = [getattr(g, key) for g in gaps]
+        print(
+            f"* tightness, {label}: median over graphs of the per-edge median "
+            f"{np.nanmedian(values):.3f} (range {np.nanmin(values):.3f}-{np.nanmax(values):.3f})"
+        )
+    print("\nNeSCal against CE, each on its own model's graph (per dataset, mean over seeds):\n")
+    print("| graph | measure | CE (median over datasets) | NeSCal | NeSCal vs CE |")
+    print("|---|---|---|---|---|")
+    for graph in ("train", "test"):
+        for label, key in (
+            ("median neighbour JS", "median_js"),
+            ("mean confidence gap", "mean_gap"),
+        ):
+            ce = by_dataset(results, lambda r, g=graph, k=key: r["gap"]["ce"][g].summary[k])
+            ne = by_dataset(results, lambda r, g=graph, k=key: r["gap"]["nescal"][g].summary[k])
+            a, b = common(ne, ce)
+            print(
+                f"| {graph} | {label} | {np.median(b):.2e} | {np.median(a):.2e} | {paired(a, b)} |"
+            )
+    penalised = [r for r in results if r["penalty_status"] == "penalised"]
+    print("\nThe same, on the splits whose NeSCal fit was penalised:\n")
+    print("| graph | measure | CE | NeSCal | NeSCal vs CE |")
+    print("|---|---|---|---|---|")
+    for graph in ("train", "test"):
+        for label, key in (
+            ("median neighbour JS", "median_js"),
+            ("mean confidence gap", "mean_gap"),
+        ):
+            ce = by_dataset(penalised, lambda r, g=graph, k=key: r["gap"]["ce"][g].summary[k])
+            ne = by_dataset(penalised, lambda r, g=graph, k=key: r["gap"]["nescal"][g].summary[k])
+            a, b = common(ne, ce)
+            if a:
+                print(
+                    f"| {graph} | {label} | {np.median(b):.2e} | {np.median(a):.2e} | {paired(a, b)} |"
+                )
+    statuses = [r["penalty_status"] for r in results]
+    print(
+        f"\nNeSCal fits penalised: {statuses.count('penalised')} of {len(statuses)} "
+        f"(the others returned their warm-up checkpoint or never built the graph)\n"
+    )
+
+    # 2. Fisher-Laplacian form
+    from nescal_sklearn.diagnostics import fisher_laplacian_ratio
+
+    synthetic = fisher_laplacian_ratio(synthetic=True, random_state=0, name="synthetic")
+    at_median = [r["fisher"].ratio_at_median_distance for r in results]
+    print("### Local Fisher-Laplacian form: JS / (1/8 sum (p - q)^2 / p)\n")
+    print(
+        f"* NeSCal's training graph, ratio at the median edge (by distance): median over "
+        f"splits {np.nanmedian(at_median):.4f} (range {np.nanmin(at_median):.4f}-"
+        f"{np.nanmax(at_median):.4f}); median edge L2 distance "
+        f"{np.nanmedian([r['fisher'].median_distance for r in results]):.3g}"
+    )
+    print(
+        f"* synthetic perturbations: ratio {synthetic.ratio_at_min_distance:.6f} at the smallest "
+        f"distance, {synthetic.ratio_at_median_distance:.4f} at the median\n"
+    )
+
+    # 3. label smoothing closed forms
+    print("### Label-smoothing closed forms, training rows\n")
+    print(
+        "| epsilon | rows above the ceiling | median logit gap (top - mean other) / bound "
+        "| training NLL / floor |"
+    )
+    print("|---|---|---|---|")
+    for m in ("ls_010", "ls_030"):
+        bounds = [r["ls_bounds"][m] for r in results]
+        above = [b.fraction_above_ceiling for b in bounds]
+        gap = [b.summary["median_gap_mean_other"] / b.logit_gap_bound for b in bounds]
+        nll = [b.mean_nll / b.nll_floor for b in bounds]
+        print(
+            f"| {bounds[0].epsilon:g} | median {100 * np.median(above):.1f} % "
+            f"(range {100 * np.min(above):.1f}-{100 * np.max(above):.1f} %) | {np.median(gap):.2f} "
+            f"| {np.median(nll):.2f} (all >= 1: {all(v >= 1 for v in nll)}) |"
+        )
+
+    # 4. wrong-class ranking
+    print("\n### Wrong-class ranking against CE (test rows, datasets with 3+ classes)\n")
+    print("| model | mean Spearman with CE (median over datasets) | vs CE with another seed |")
+    print("|---|---|---|")
+    control = by_dataset(results, lambda r: r["ranking"].get("ce_other_seed"))
+    for m in ("ce_other_seed", "ls_010", "ls_030", "nescal"):
+        values = by_dataset(results, lambda r, m=m: r["ranking"].get(m))
+        a, b = common(values, control)
+        # higher is better here: report 1 - rho as the "error" being compared
+        versus = "—" if m == "ce_other_seed" else paired([1 - v for v in a], [1 - v for v in b])
+        print(f"| {m} | {np.median(list(values.values())):.3f} | 1 - rho: {versus} |")
+
+    # 5. local calibration error
+    print(
+        f"\n### Local calibration error (kNN, {LCE_NEIGHBORS} neighbours of the standardised "
+        "inputs, 15 confidence bins), test rows\n"
+    )
+    print("| model | LCE raw | LCE after TS | ECE raw | ECE after TS |")
+    print("|---|---|---|---|---|")
+    table = {}
+    for m in ("ce", "ls_010", "nescal"):
+        cells = []
+        for metric in ("lce", "ece"):
+            for stage in ("raw", "ts"):
+                table[(m, metric, stage)] = by_dataset(
+                    results, lambda r, k=(m, stage), x=metric: r[x][k]
+                )
+                cells.append(f"{np.median(list(table[(m, metric, stage)].values())):.4f}")
+        print(f"| {m} | " + " | ".join(cells) + " |")
+    print()
+    for m in ("nescal", "ls_010"):
+        for stage in ("raw", "ts"):
+            a, b = common(table[(m, "lce", stage)], table[("ce", "lce", stage)])
+            print(f"* {m} vs CE, LCE {stage}: {paired(a, b)}")
+    a, b = common(table[("nescal", "lce", "ts")], table[("ls_010", "lce", "ts")])
+    print(f"* nescal vs ls_010, LCE after TS: {paired(a, b)}")
+    draw(results, args.figures)
+
+
+def draw(results: list[dict], figures: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from nescal_sklearn.diagnostics import fisher_laplacian_ratio, plot_diagnostics
+
+    figures.mkdir(parents=True, exist_ok=True)
+    featured = next((r for r in results if r["dataset"] == FEATURED), results[0])
+    title = f"{featured['dataset']}, seed {featured['seed']}"
+    displays = plot_diagnostics(
+        {"CE": featured["gap"]["ce"]["train"], "NeSCal": featured["gap"]["nescal"]["train"]}
+    )
+    fig = displays[0].figure_
+    fig.suptitle(f"neighbour confidence gap on each model's training graph ({title})")
+    save(fig, figures / "diagnostics_neighbour_gap.png")
+    synthetic = fisher_laplacian_ratio(synthetic=True, random_state=0)
+    displays = plot_diagnostics({"NeSCal's edges": featured["fisher"], "synthetic": synthetic})
+    displays[0].figure_.suptitle(f"local Fisher-Laplacian form ({title})")
+    save(displays[0].figure_, figures / "diagnostics_fisher.png")
+    fig, axes = plt.subplots(2, 2, figsize=(10, 7), squeeze=False)
+    for row, m in zip(axes, ("ls_010", "ls_030"), strict=True):
+        featured["ls_bounds"][m].plot(
+            ax=row, name=f"LS epsilon {featured['ls_bounds'][m].epsilon:g}"
+        )
+    fig.suptitle(f"label smoothing on the training rows ({title})")
+    save(fig, figures / "diagnostics_label_smoothing.png")
+    print(f"\nfigures: {', '.join(p.name for p in sorted(figures.glob('diagnostics_*.png')))}")
+
+
+def save(fig, path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
