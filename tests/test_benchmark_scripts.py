@@ -109,3 +109,15 @@ def test_label_smoothing_sweep_smoke(tmp_path):
         "--no-run",
     )
     assert again.splitlines()[-9:] == out.splitlines()[-9:]
+
+
+def test_diagnostics_quick(tmp_path):
+    saved = tmp_path / "d.pkl"
+    args = ("--quick", "--figures", str(tmp_path), "--save", str(saved))
+    out = run_script("benchmarks/diagnostics.py", *args)
+    held = next(line for line in out.splitlines() if line.startswith("* |conf gap| <= TV held"))
+    assert held.count("(100.0000 %)") == 2  # theorems: every edge
+    for name in ("neighbour_gap", "fisher", "label_smoothing"):
+        assert (tmp_path / f"diagnostics_{name}.png").stat().st_size > 5_000
+    assert "| ls_030 |" in out and "| nescal |" in out and "LCE after TS" in out
+    assert run_script("benchmarks/diagnostics.py", *args, "--no-run") == out
