@@ -288,36 +288,30 @@ def report(results: list[dict], args) -> None:
             f"* tightness, {label}: median over graphs of the per-edge median "
             f"{np.nanmedian(values):.3f} (range {np.nanmin(values):.3f}-{np.nanmax(values):.3f})"
         )
-    print("\nNeSCal against CE, each on its own model's graph (per dataset, mean over seeds):\n")
-    print("| graph | measure | CE (median over datasets) | NeSCal | NeSCal vs CE |")
-    print("|---|---|---|---|---|")
-    for graph in ("train", "test"):
-        for label, key in (
-            ("median neighbour JS", "median_js"),
-            ("mean confidence gap", "mean_gap"),
-        ):
-            ce = by_dataset(results, lambda r, g=graph, k=key: r["gap"]["ce"][g].summary[k])
-            ne = by_dataset(results, lambda r, g=graph, k=key: r["gap"]["nescal"][g].summary[k])
-            a, b = common(ne, ce)
-            print(
-                f"| {graph} | {label} | {np.median(b):.2e} | {np.median(a):.2e} | {paired(a, b)} |"
-            )
     penalised = [r for r in results if r["penalty_status"] == "penalised"]
-    print("\nThe same, on the splits whose NeSCal fit was penalised:\n")
-    print("| graph | measure | CE | NeSCal | NeSCal vs CE |")
-    print("|---|---|---|---|---|")
-    for graph in ("train", "test"):
-        for label, key in (
-            ("median neighbour JS", "median_js"),
-            ("mean confidence gap", "mean_gap"),
-        ):
-            ce = by_dataset(penalised, lambda r, g=graph, k=key: r["gap"]["ce"][g].summary[k])
-            ne = by_dataset(penalised, lambda r, g=graph, k=key: r["gap"]["nescal"][g].summary[k])
-            a, b = common(ne, ce)
-            if a:
-                print(
-                    f"| {graph} | {label} | {np.median(b):.2e} | {np.median(a):.2e} | {paired(a, b)} |"
-                )
+    for chosen, heading in (
+        (
+            results,
+            "NeSCal against CE, each on its own model's graph (per dataset, mean over seeds)",
+        ),
+        (penalised, "The same, on the splits whose NeSCal fit was penalised"),
+    ):
+        print(f"\n{heading}:\n")
+        print("| graph | measure | CE (median over datasets) | NeSCal | NeSCal vs CE |")
+        print("|---|---|---|---|---|")
+        for graph in ("train", "test"):
+            for label, key in (
+                ("median neighbour JS", "median_js"),
+                ("mean confidence gap", "mean_gap"),
+            ):
+                ce = by_dataset(chosen, lambda r, g=graph, k=key: r["gap"]["ce"][g].summary[k])
+                ne = by_dataset(chosen, lambda r, g=graph, k=key: r["gap"]["nescal"][g].summary[k])
+                a, b = common(ne, ce)
+                if a:
+                    print(
+                        f"| {graph} | {label} | {np.median(b):.2e} | {np.median(a):.2e} "
+                        f"| {paired(a, b)} |"
+                    )
     statuses = [r["penalty_status"] for r in results]
     print(
         f"\nNeSCal fits penalised: {statuses.count('penalised')} of {len(statuses)} "
