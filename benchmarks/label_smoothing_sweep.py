@@ -73,6 +73,8 @@ def sweep_epsilon(record: dict) -> float | None:
 def collect(results, calibrator: str):
     """``(rows, references)``: per (dataset, epsilon) and per (dataset, method) the seed
     means of raw and calibrated test metrics, the class count and pooled reliability bins."""
+    from nescal_sklearn.benchmark import pool_reliability
+
     rows: dict[tuple[str, float], dict] = {}
     references: dict[tuple[str, str], dict] = {}
     for dataset, methods in results.reported().items():
@@ -85,7 +87,7 @@ def collect(results, calibrator: str):
                     continue
                 for metric in ("nll", "ece", "accuracy"):
                     summary[f"{metric}_{label}"] = float(np.mean([t[metric] for t in tests]))
-            summary["reliability"] = pooled_bins([r["reliability"]["raw"] for r in records])
+            summary["reliability"] = pool_reliability([r["reliability"]["raw"] for r in records])[0]
             summary["n_test"] = sum(int(r["data"]["n_test"]) for r in records)
             epsilon = sweep_epsilon(records[0])
             if epsilon is None:
@@ -93,20 +95,6 @@ def collect(results, calibrator: str):
             else:
                 rows[(dataset, epsilon)] = summary
     return rows, references
-
-
-def pooled_bins(bins: list[dict]) -> dict:
-    """Reliability bins of several fits pooled: counts summed, means weighted by counts."""
-    counts = np.sum([b["counts"] for b in bins], axis=0).astype(float)
-
-    def pooled(key):
-        values = np.array([[np.nan if v is None else v for v in b[key]] for b in bins])
-        weights = np.array([b["counts"] for b in bins], dtype=float)
-        total = np.nansum(np.where(np.isnan(values), 0.0, values) * weights, axis=0)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(counts > 0, total / counts, np.nan)
-
-    return {"counts": counts, "confidence": pooled("confidence"), "accuracy": pooled("accuracy")}
 
 
 def ceiling(epsilon: float, n_classes: int) -> float:
@@ -224,12 +212,12 @@ def draw(rows, references, datasets, epsilons, figures: Path) -> list[Path]:
             row = rows.get((dataset, epsilon))
             if row is None:
                 continue
-            bins = row["reliability"]
-            keep = bins["counts"] > 0
+            curve = row["reliability"]
+            keep = curve.counts > 0
             top = ceiling(epsilon, row["n_classes"])
             ax.plot(
-                bins["confidence"][keep],
-                bins["accuracy"][keep],
+                curve.confidence[keep],
+                curve.accuracy[keep],
                 "o-",
                 ms=3,
                 color=colour,

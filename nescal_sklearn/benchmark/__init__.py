@@ -43,6 +43,7 @@ _EXPORTS: dict[str, str] = {
     "MethodKind": "_methods",
     "MethodSpec": "_methods",
     "OpenMLUnavailableError": "_openml",
+    "pool_reliability": "_figures",
     "check_record": "_records",
     "CorruptRecordWarning": "_records",
     "InvalidRecordError": "_records",
@@ -106,6 +107,9 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
         LocalDataset,
         list_local_datasets,
         load_local_dataset,
+    )
+    from ._figures import (  # noqa: F401
+        pool_reliability,
     )
     from ._lock import (  # noqa: F401
         OutputLockedError,

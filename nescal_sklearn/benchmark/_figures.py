@@ -35,7 +35,7 @@ def pool_reliability(bins: list[dict]) -> tuple[ReliabilityCurve, float]:
 
     Examples
     --------
-    >>> from nescal_sklearn.benchmark._figures import pool_reliability
+    >>> from nescal_sklearn.benchmark import pool_reliability
     >>> a = {"counts": [1, 0], "confidence": [0.4, None], "accuracy": [0.0, None]}
     >>> b = {"counts": [3, 2], "confidence": [0.2, 0.9], "accuracy": [1.0, 0.5]}
     >>> curve, ece = pool_reliability([a, b])
