@@ -120,12 +120,6 @@ def wrong_class_rank_correlation(y, proba, reference) -> float:
     return float(np.mean((a * b).sum(axis=1)[keep] / denominator[keep])) if keep.any() else np.nan
 
 
-def standardised(X) -> np.ndarray:
-    X = np.asarray(X, dtype=np.float64)
-    sd = X.std(axis=0)
-    return (X - X.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
-
-
 def measure(name: str, seed: int, args: argparse.Namespace) -> dict:
     """Fit the models of :data:`MODELS` on one split and measure every check."""
     import warnings
@@ -140,6 +134,7 @@ def measure(name: str, seed: int, args: argparse.Namespace) -> dict:
         neighbour_confidence_gap,
     )
     from nescal_sklearn.metrics import expected_calibration_error, local_calibration_error
+    from nescal_sklearn.scorers import LocalCalibrationScorer
 
     torch.set_num_threads(1)
     split = load(name, args.max_rows, seed)
@@ -163,7 +158,8 @@ def measure(name: str, seed: int, args: argparse.Namespace) -> dict:
         seconds[model_name] = time.perf_counter() - start
     out: dict = {"dataset": name, "seed": seed, "n_classes": k, "seconds": seconds}
     out["penalty_status"] = models["nescal"].penalty_status_
-    features = standardised(split.X_test)
+    # the scorer's LCE: neighbourhoods of the standardised test rows, the same for every model
+    lce = LocalCalibrationScorer(local_calibration_error, n_neighbors=LCE_NEIGHBORS)
     out["gap"], out["lce"], out["ece"], out["ranking"] = {}, {}, {}, {}
     for model_name in ("ce", "nescal"):
         model = models[model_name]
@@ -187,14 +183,11 @@ def measure(name: str, seed: int, args: argparse.Namespace) -> dict:
             )
     for m in ("ce", "ls_010", "nescal"):
         calibrated = CalibratedTemperature(FrozenEstimator(models[m])).fit(split.X_val, y_val)
-        for stage, proba in (
-            ("raw", test_proba[m]),
-            ("ts", calibrated.predict_proba(split.X_test)),
-        ):
-            out["lce"][(m, stage)] = local_calibration_error(
-                y_test, proba, features, n_neighbors=LCE_NEIGHBORS, labels=np.arange(k)
+        for stage, fitted in (("raw", models[m]), ("ts", calibrated)):
+            out["lce"][(m, stage)] = -lce(fitted, split.X_test, y_test)
+            out["ece"][(m, stage)] = expected_calibration_error(
+                y_test, fitted.predict_proba(split.X_test), labels=np.arange(k)
             )
-            out["ece"][(m, stage)] = expected_calibration_error(y_test, proba, labels=np.arange(k))
     return out
 
 
