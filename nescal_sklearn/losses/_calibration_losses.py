@@ -3,7 +3,7 @@
 Each class stores its ``__init__`` keyword arguments unchanged, checks them in
 :meth:`~TrainingLoss.validate`, and calls its functional form from
 :mod:`nescal_sklearn.losses._functional` in :meth:`~TrainingLoss.forward`, so that
-``loss(logits, target)`` works in a plain PyTorch loop and the object works with
+``loss(logits, target, sample_weight=None)`` works in a plain PyTorch loop and the object works with
 ``NeSCalClassifier(loss=...)``, ``clone`` and ``GridSearchCV``.
 
 This module imports torch only: no scikit-learn, no skorch.
@@ -61,8 +61,15 @@ class LabelSmoothingLoss(TrainingLoss):
     def __init__(self, epsilon: float = 0.1) -> None:
         self.epsilon = epsilon
 
-    def forward(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        return label_smoothing_loss(logits, target, epsilon=self.epsilon)
+    def forward(
+        self,
+        logits: torch.Tensor,
+        target: torch.Tensor,
+        sample_weight: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        return label_smoothing_loss(
+            logits, target, epsilon=self.epsilon, sample_weight=sample_weight
+        )
 
     def validate(self) -> None:
         self._check_real("epsilon", low=0, high=1)
@@ -91,8 +98,13 @@ class FocalLoss(TrainingLoss):
     def __init__(self, gamma: float = 3.0) -> None:
         self.gamma = gamma
 
-    def forward(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        return focal_loss(logits, target, gamma=self.gamma)
+    def forward(
+        self,
+        logits: torch.Tensor,
+        target: torch.Tensor,
+        sample_weight: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        return focal_loss(logits, target, gamma=self.gamma, sample_weight=sample_weight)
 
     def validate(self) -> None:
         self._check_real("gamma", low=0)
@@ -117,8 +129,13 @@ class AdaptiveFocalLoss(TrainingLoss):
     def __init__(self) -> None:
         pass
 
-    def forward(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        return adaptive_focal_loss(logits, target)
+    def forward(
+        self,
+        logits: torch.Tensor,
+        target: torch.Tensor,
+        sample_weight: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        return adaptive_focal_loss(logits, target, sample_weight=sample_weight)
 
 
 @register_loss("mmce")
@@ -147,8 +164,13 @@ class MMCELoss(TrainingLoss):
     def __init__(self, weight: float = 2.0) -> None:
         self.weight = weight
 
-    def forward(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        return mmce_loss(logits, target, weight=self.weight)
+    def forward(
+        self,
+        logits: torch.Tensor,
+        target: torch.Tensor,
+        sample_weight: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        return mmce_loss(logits, target, weight=self.weight, sample_weight=sample_weight)
 
     def validate(self) -> None:
         self._check_real("weight", low=0)
@@ -178,8 +200,13 @@ class MDCALoss(TrainingLoss):
     def __init__(self, beta: float = 1.0) -> None:
         self.beta = beta
 
-    def forward(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        return mdca_loss(logits, target, beta=self.beta)
+    def forward(
+        self,
+        logits: torch.Tensor,
+        target: torch.Tensor,
+        sample_weight: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        return mdca_loss(logits, target, beta=self.beta, sample_weight=sample_weight)
 
     def validate(self) -> None:
         self._check_real("beta", low=0)
@@ -218,9 +245,19 @@ class SoftAvUCLoss(TrainingLoss):
         self.temperature = temperature
         self.kappa = kappa
 
-    def forward(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self,
+        logits: torch.Tensor,
+        target: torch.Tensor,
+        sample_weight: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         return soft_avuc_loss(
-            logits, target, beta=self.beta, temperature=self.temperature, kappa=self.kappa
+            logits,
+            target,
+            beta=self.beta,
+            temperature=self.temperature,
+            kappa=self.kappa,
+            sample_weight=sample_weight,
         )
 
     def validate(self) -> None:
@@ -257,8 +294,19 @@ class MarginLoss(TrainingLoss):
         self.margin = margin
         self.weight = weight
 
-    def forward(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        return margin_loss(logits, target, margin=self.margin, weight=self.weight)
+    def forward(
+        self,
+        logits: torch.Tensor,
+        target: torch.Tensor,
+        sample_weight: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        return margin_loss(
+            logits,
+            target,
+            margin=self.margin,
+            weight=self.weight,
+            sample_weight=sample_weight,
+        )
 
     def validate(self) -> None:
         self._check_real("margin", low=0)

@@ -5,6 +5,29 @@ returns the batch-mean scalar, *including* the cross-entropy part where the meth
 All of them start from ``log_softmax`` (never ``log(softmax)``), are vectorised over the
 batch and keep finite values and gradients for logits as extreme as +-50 and beyond.
 
+Each also takes ``sample_weight``: None, or a 1-D floating-point tensor of shape (n,) of
+finite non-negative per-row weights on the device of ``logits``. A row of weight ``w_i``
+counts as if it appeared ``w_i`` times in the batch:
+
+* per-row (decomposable) terms — cross-entropy, label smoothing, focal, adaptive focal,
+  the margin penalty and the cross-entropy part of MMCE, MDCA and S-AvUC — become
+  ``mean_i(w_i * l_i)``, the weighted sum divided by the batch size n (not by the sum of
+  the weights): with weights of mean 1 over the training rows, an unbiased estimate of
+  the objective on the training set with each row repeated ``w_i`` times;
+* batch statistics — MMCE's kernel sums and counts m, n; MDCA's mean confidence and
+  class frequency; S-AvUC's soft counts n_AC, n_AU, n_IC, n_IU — are those of the batch
+  in which row i is repeated ``w_i`` times (weighted sums and weighted counts), so with
+  integer weights they equal the statistics of that duplicated batch exactly and a zero
+  weight removes the row. Scaling every weight by c leaves MDCA's and S-AvUC's
+  statistics unchanged (they are self-normalised averages, up to S-AvUC's 1e-5 floor),
+  while MMCE, whose reference normalisation shrinks with the batch, is divided by c,
+  exactly as repeating the batch c times would (as long as its weighted counts m, n stay
+  at or above 1, where they are floored).
+
+A batch whose weights are all 0 gives 0 (an empty batch has no calibration term), with
+finite gradients. ``sample_weight=None`` runs the unweighted computation unchanged, and
+weights that are all 1 give the same value and gradient bit for bit.
+
 This module imports torch only: no scikit-learn, no skorch.
 """
 
@@ -15,7 +38,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ._base import check_real
+from ._base import check_real, check_sample_weight, weighted_nll_loss
 
 __all__ = [
     "label_smoothing_loss",
@@ -67,6 +90,29 @@ def _check_inputs(func: str, logits: torch.Tensor, target: torch.Tensor) -> torc
     return target.long()
 
 
+def _row_mean(per_row: torch.Tensor, weight: torch.Tensor | None) -> torch.Tensor:
+    """``mean_i(w_i * per_row_i)`` (the plain mean without weights)."""
+    if weight is None:
+        return per_row.mean()
+    return (weight * per_row).mean()
+
+
+def _nll(log_p: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None) -> torch.Tensor:
+    """The (weighted) cross-entropy part: ``mean_i(w_i * -log p_{i,y_i})``."""
+    if weight is None:
+        return F.nll_loss(log_p, target)
+    return weighted_nll_loss(log_p, target, weight)
+
+
+def _check_weight(
+    func: str, sample_weight: torch.Tensor | None, logits: torch.Tensor
+) -> torch.Tensor | None:
+    """None, or ``sample_weight`` checked and detached in the dtype of ``logits``."""
+    if sample_weight is None:
+        return None
+    return check_sample_weight(func, sample_weight, logits)
+
+
 def _focal_terms(log_pt: torch.Tensor, gamma: float | torch.Tensor) -> torch.Tensor:
     """Per-row ``-(1 - p_t)**gamma * log p_t`` from ``log p_t``.
 
@@ -79,7 +125,10 @@ def _focal_terms(log_pt: torch.Tensor, gamma: float | torch.Tensor) -> torch.Ten
 
 # -- losses -----------------------------------------------------------------------------------
 def label_smoothing_loss(
-    logits: torch.Tensor, target: torch.Tensor, epsilon: float = 0.1
+    logits: torch.Tensor,
+    target: torch.Tensor,
+    epsilon: float = 0.1,
+    sample_weight: torch.Tensor | None = None,
 ) -> torch.Tensor:
     r"""Cross-entropy against label-smoothed targets.
 
@@ -98,6 +147,8 @@ def label_smoothing_loss(
         Integer class indices.
     epsilon : float, default=0.1
         Smoothing mass, in [0, 1]. ``epsilon=0`` is plain cross-entropy.
+    sample_weight : torch.Tensor of shape (n_samples,), default=None
+        Finite non-negative per-row weights; see the module docstring for how they enter.
 
     Returns
     -------
@@ -123,15 +174,22 @@ def label_smoothing_loss(
     >>> bool(torch.isclose(loss, reference))
     True
     """
-    target = _check_inputs("label_smoothing_loss", logits, target)
-    check_real("label_smoothing_loss", "epsilon", epsilon, low=0, high=1)
+    func = "label_smoothing_loss"
+    target = _check_inputs(func, logits, target)
+    check_real(func, "epsilon", epsilon, low=0, high=1)
+    weight = _check_weight(func, sample_weight, logits)
     log_p = F.log_softmax(logits, dim=1)
     nll = -log_p.gather(1, target[:, None]).squeeze(1)
     uniform = -log_p.mean(dim=1)
-    return ((1.0 - epsilon) * nll + epsilon * uniform).mean()
+    return _row_mean((1.0 - epsilon) * nll + epsilon * uniform, weight)
 
 
-def focal_loss(logits: torch.Tensor, target: torch.Tensor, gamma: float = 3.0) -> torch.Tensor:
+def focal_loss(
+    logits: torch.Tensor,
+    target: torch.Tensor,
+    gamma: float = 3.0,
+    sample_weight: torch.Tensor | None = None,
+) -> torch.Tensor:
     r"""Focal loss :math:`-(1 - p_t)^\gamma \log p_t`, averaged over the batch.
 
     :math:`p_t` is the predicted probability of the true class. ``gamma=0`` is cross-entropy;
@@ -146,6 +204,8 @@ def focal_loss(logits: torch.Tensor, target: torch.Tensor, gamma: float = 3.0) -
         Integer class indices.
     gamma : float, default=3.0
         Focusing parameter, >= 0.
+    sample_weight : torch.Tensor of shape (n_samples,), default=None
+        Finite non-negative per-row weights; see the module docstring for how they enter.
 
     Returns
     -------
@@ -170,11 +230,14 @@ def focal_loss(logits: torch.Tensor, target: torch.Tensor, gamma: float = 3.0) -
     """
     target = _check_inputs("focal_loss", logits, target)
     check_real("focal_loss", "gamma", gamma, low=0)
+    weight = _check_weight("focal_loss", sample_weight, logits)
     log_pt = F.log_softmax(logits, dim=1).gather(1, target[:, None]).squeeze(1)
-    return _focal_terms(log_pt, gamma).mean()
+    return _row_mean(_focal_terms(log_pt, gamma), weight)
 
 
-def adaptive_focal_loss(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+def adaptive_focal_loss(
+    logits: torch.Tensor, target: torch.Tensor, sample_weight: torch.Tensor | None = None
+) -> torch.Tensor:
     r"""Focal loss with the sample-dependent FLSD-53 schedule for :math:`\gamma`.
 
     Each row uses :math:`\gamma = 5` where :math:`p_t < 0.2` and :math:`\gamma = 3`
@@ -189,6 +252,8 @@ def adaptive_focal_loss(logits: torch.Tensor, target: torch.Tensor) -> torch.Ten
         Unnormalised scores.
     target : torch.Tensor of shape (n_samples,)
         Integer class indices.
+    sample_weight : torch.Tensor of shape (n_samples,), default=None
+        Finite non-negative per-row weights; see the module docstring for how they enter.
 
     Returns
     -------
@@ -209,6 +274,7 @@ def adaptive_focal_loss(logits: torch.Tensor, target: torch.Tensor) -> torch.Ten
     1.3597
     """
     target = _check_inputs("adaptive_focal_loss", logits, target)
+    weight = _check_weight("adaptive_focal_loss", sample_weight, logits)
     log_pt = F.log_softmax(logits, dim=1).gather(1, target[:, None]).squeeze(1)
     below = log_pt.detach() < math.log(_FLSD_THRESHOLD)
     gamma = torch.where(
@@ -216,10 +282,15 @@ def adaptive_focal_loss(logits: torch.Tensor, target: torch.Tensor) -> torch.Ten
         torch.full_like(log_pt, _FLSD_GAMMA_BELOW),
         torch.full_like(log_pt, _FLSD_GAMMA_ABOVE),
     ).detach()
-    return _focal_terms(log_pt, gamma).mean()
+    return _row_mean(_focal_terms(log_pt, gamma), weight)
 
 
-def mmce_loss(logits: torch.Tensor, target: torch.Tensor, weight: float = 2.0) -> torch.Tensor:
+def mmce_loss(
+    logits: torch.Tensor,
+    target: torch.Tensor,
+    weight: float = 2.0,
+    sample_weight: torch.Tensor | None = None,
+) -> torch.Tensor:
     r"""Cross-entropy plus ``weight`` times the weighted MMCE of the batch, as in the reference code.
 
     With top-label confidences :math:`r_i = \max_k p_{ik}`, correct rows :math:`D_c`
@@ -247,6 +318,14 @@ def mmce_loss(logits: torch.Tensor, target: torch.Tensor, weight: float = 2.0) -
     weight : float, default=2.0
         Weight of the MMCE term, >= 0 (2.0 is the weight used for MMCE in the
         focal_calibration and MDCA experiments, with this normalisation).
+    sample_weight : torch.Tensor of shape (n_samples,), default=None
+        Finite non-negative per-row weights. The cross-entropy part is
+        ``mean_i(w_i * ce_i)``; m, n and the kernel sums are those of the batch with row
+        ``i`` repeated ``w_i`` times: :math:`m = \sum_{i \in D_c} w_i`,
+        :math:`n = \sum_{i \in D_w} w_i` and :math:`a_i` times :math:`w_i`. Like the
+        unweighted counts, m and n are floored at 1 in the denominators: no change for
+        integer weights, and the term stays bounded when the correct (or wrong) rows of a
+        batch weigh less than 1 in total.
 
     Returns
     -------
@@ -279,25 +358,34 @@ def mmce_loss(logits: torch.Tensor, target: torch.Tensor, weight: float = 2.0) -
     """
     target = _check_inputs("mmce_loss", logits, target)
     check_real("mmce_loss", "weight", weight, low=0)
+    row_weight = _check_weight("mmce_loss", sample_weight, logits)
     log_p = F.log_softmax(logits, dim=1)
-    ce = F.nll_loss(log_p, target)
+    ce = _nll(log_p, target, row_weight)
     max_log_p, predicted = log_p.max(dim=1)
     r = max_log_p.exp()
     correct = (predicted == target).to(r.dtype)
     wrong = 1.0 - correct
-    m = correct.sum().clamp_min(1.0)
-    n = wrong.sum().clamp_min(1.0)
+    if row_weight is not None:  # memberships of the batch with row i repeated w_i times
+        correct, wrong = row_weight * correct, row_weight * wrong
+    m_count, n_count = correct.sum(), wrong.sum()
+    m = m_count.clamp_min(1.0)
+    n = n_count.clamp_min(1.0)
     a = correct * (1.0 - r) / m**2 - wrong * r / n**2
     kernel = torch.exp(-(r[:, None] - r[None, :]).abs() / _MMCE_BANDWIDTH)
     mmce_squared = a @ kernel @ a
-    defined = (correct.sum() > 0) & (wrong.sum() > 0)
+    defined = (m_count > 0) & (n_count > 0)
     mmce = torch.where(
         defined, mmce_squared.clamp_min(_MMCE_FLOOR).sqrt(), torch.zeros_like(mmce_squared)
     )
     return ce + weight * mmce
 
 
-def mdca_loss(logits: torch.Tensor, target: torch.Tensor, beta: float = 1.0) -> torch.Tensor:
+def mdca_loss(
+    logits: torch.Tensor,
+    target: torch.Tensor,
+    beta: float = 1.0,
+    sample_weight: torch.Tensor | None = None,
+) -> torch.Tensor:
     r"""Cross-entropy plus ``beta`` times the multi-class difference of confidence and accuracy.
 
     .. math::
@@ -316,6 +404,10 @@ def mdca_loss(logits: torch.Tensor, target: torch.Tensor, beta: float = 1.0) -> 
         Integer class indices.
     beta : float, default=1.0
         Weight of the MDCA term, >= 0 (1.0 as in the paper's NLL+MDCA runs).
+    sample_weight : torch.Tensor of shape (n_samples,), default=None
+        Finite non-negative per-row weights. The cross-entropy part is
+        ``mean_i(w_i * ce_i)``; the mean confidence and the class frequency are
+        ``sum_i w_i p_ik / sum_i w_i`` and ``sum_i w_i 1[y_i = k] / sum_i w_i``.
 
     Returns
     -------
@@ -335,13 +427,26 @@ def mdca_loss(logits: torch.Tensor, target: torch.Tensor, beta: float = 1.0) -> 
     >>> loss = mdca_loss(logits, torch.tensor([0, 0]), beta=1.0)
     >>> round(float(loss), 4)  # log 2 + (0.5 + 0.5) / 2
     1.1931
+    >>> weights = torch.tensor([1.0, 0.0])  # the second row leaves the statistics
+    >>> loss = mdca_loss(logits, torch.tensor([0, 1]), beta=1.0, sample_weight=weights)
+    >>> round(float(loss), 4)  # log(2) / 2 + (0.5 + 0.5) / 2
+    0.8466
     """
     target = _check_inputs("mdca_loss", logits, target)
     check_real("mdca_loss", "beta", beta, low=0)
+    weight = _check_weight("mdca_loss", sample_weight, logits)
     log_p = F.log_softmax(logits, dim=1)
-    ce = F.nll_loss(log_p, target)
-    mean_confidence = log_p.exp().mean(dim=0)
-    frequency = F.one_hot(target, logits.shape[1]).to(log_p.dtype).mean(dim=0)
+    ce = _nll(log_p, target, weight)
+    if weight is None:
+        mean_confidence = log_p.exp().mean(dim=0)
+        frequency = F.one_hot(target, logits.shape[1]).to(log_p.dtype).mean(dim=0)
+    else:
+        total = weight.sum()
+        total = torch.where(total > 0, total, torch.ones_like(total))  # all 0: both means 0
+        column = weight[:, None]
+        mean_confidence = (column * log_p.exp()).sum(dim=0) / total
+        frequency = (column * F.one_hot(target, logits.shape[1]).to(log_p.dtype)).sum(dim=0)
+        frequency = frequency / total
     mdca = (mean_confidence - frequency).abs().mean()
     return ce + beta * mdca
 
@@ -352,6 +457,7 @@ def soft_avuc_loss(
     beta: float = 1.0,
     temperature: float = 1.0,
     kappa: float = 0.5,
+    sample_weight: torch.Tensor | None = None,
 ) -> torch.Tensor:
     r"""Cross-entropy plus ``beta`` times the soft accuracy-versus-uncertainty loss (S-AvUC).
 
@@ -398,6 +504,9 @@ def soft_avuc_loss(
     kappa : float, default=0.5
         Normalised-entropy threshold :math:`\kappa \in (0, 1)` at which a row is half certain,
         half uncertain.
+    sample_weight : torch.Tensor of shape (n_samples,), default=None
+        Finite non-negative per-row weights. The cross-entropy part is
+        ``mean_i(w_i * ce_i)``; each soft count sums ``w_i`` times the row's membership.
 
     Returns
     -------
@@ -436,8 +545,9 @@ def soft_avuc_loss(
     check_real(func, "beta", beta, low=0)
     check_real(func, "temperature", temperature, low=0, low_inclusive=False)
     check_real(func, "kappa", kappa, low=0, high=1, low_inclusive=False, high_inclusive=False)
+    weight = _check_weight(func, sample_weight, logits)
     log_p = F.log_softmax(logits, dim=1)
-    ce = F.nll_loss(log_p, target)
+    ce = _nll(log_p, target, weight)
     entropy = -(log_p.exp() * log_p).sum(dim=1)
     delta = max(1e-6, torch.finfo(log_p.dtype).eps)
     u = (entropy / math.log(logits.shape[1])).clamp(delta, 1.0 - delta)
@@ -447,6 +557,8 @@ def soft_avuc_loss(
     tanh_u = torch.tanh(entropy)
     correct = (log_p.argmax(dim=1) == target).to(log_p.dtype)
     wrong = 1.0 - correct
+    if weight is not None:  # memberships of the batch with row i repeated w_i times
+        correct, wrong = weight * correct, weight * wrong
     certain_low_entropy = certain * (1.0 - tanh_u)
     uncertain_high_entropy = uncertain * tanh_u
     n_ac = (correct * certain_low_entropy).sum()
@@ -458,7 +570,11 @@ def soft_avuc_loss(
 
 
 def margin_loss(
-    logits: torch.Tensor, target: torch.Tensor, margin: float = 10.0, weight: float = 0.1
+    logits: torch.Tensor,
+    target: torch.Tensor,
+    margin: float = 10.0,
+    weight: float = 0.1,
+    sample_weight: torch.Tensor | None = None,
 ) -> torch.Tensor:
     r"""Cross-entropy plus ``weight`` times the margin-based logit penalty of MbLS.
 
@@ -481,6 +597,9 @@ def margin_loss(
         Tolerated logit gap :math:`m`, >= 0 (the paper's default).
     weight : float, default=0.1
         Weight of the penalty, >= 0 (the paper's :math:`\lambda`, default 0.1).
+    sample_weight : torch.Tensor of shape (n_samples,), default=None
+        Finite non-negative per-row weights: both the cross-entropy and the penalty
+        become ``mean_i(w_i * l_i)``, ``l_i`` the row's term.
 
     Returns
     -------
@@ -504,7 +623,12 @@ def margin_loss(
     target = _check_inputs("margin_loss", logits, target)
     check_real("margin_loss", "margin", margin, low=0)
     check_real("margin_loss", "weight", weight, low=0)
-    ce = F.cross_entropy(logits, target)
+    row_weight = _check_weight("margin_loss", sample_weight, logits)
+    if row_weight is None:
+        ce = F.cross_entropy(logits, target)
+    else:
+        ce = weighted_nll_loss(F.log_softmax(logits, dim=1), target, row_weight)
     gaps = logits.max(dim=1, keepdim=True).values - logits
-    penalty = F.relu(gaps - margin).mean()
+    excess = F.relu(gaps - margin)
+    penalty = excess.mean() if row_weight is None else (row_weight[:, None] * excess).mean()
     return ce + weight * penalty

@@ -313,9 +313,20 @@ class NeSCalLoss(TrainingLoss):
         """The base loss object (``base_loss`` itself, or a new one from its name)."""
         return get_loss(self.base_loss)
 
-    def forward(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        """The base loss alone; the penalty is the runtime's (see :meth:`build_runtime`)."""
-        return self.base().forward(logits, target)
+    def forward(
+        self,
+        logits: torch.Tensor,
+        target: torch.Tensor,
+        sample_weight: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """The base loss alone; the penalty is the runtime's (see :meth:`build_runtime`).
+
+        ``sample_weight`` is passed on to the base loss (and, by whoever trains, to
+        :meth:`NeSCalRuntime.penalty <nescal_sklearn.penalties.NeSCalRuntime.penalty>`).
+        """
+        if sample_weight is None:
+            return self.base().forward(logits, target)
+        return self.base()(logits, target, sample_weight=sample_weight)
 
 
 def _check_int(owner: str, name: str, value, *, low: int, none: bool = False) -> None:

@@ -208,10 +208,14 @@ def _through_log_softmax(grad_log_p: Tensor, p: Tensor) -> Tensor:
 
 
 def _weighted_mean(rows: Tensor, weights: Tensor | None) -> Tensor:
-    """``mean_i w_i rows_i`` (plain mean without weights)."""
+    """``mean_i w_i rows_i`` (plain mean without weights).
+
+    Multiply, then the plain mean: weights that are all 1 give the unweighted value bit for
+    bit, as :func:`weighted_mean` does.
+    """
     if weights is None:
         return rows.mean()
-    return rows.dot(weights).div_(rows.shape[0])
+    return rows.mul(weights).mean()
 
 
 def _scale_rows(grad: Tensor, weights: Tensor | None, factor: float) -> Tensor:

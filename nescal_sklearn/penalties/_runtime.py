@@ -97,8 +97,14 @@ class NeSCalRuntime:
         )
         return self.current_weight
 
-    def penalty(self, logits: Tensor, indices: Tensor, target: Tensor | None = None) -> Tensor:
-        """The unweighted penalty of a batch (then its cache rows are refreshed).
+    def penalty(
+        self,
+        logits: Tensor,
+        indices: Tensor,
+        target: Tensor | None = None,
+        sample_weight: Tensor | None = None,
+    ) -> Tensor:
+        """The penalty of a batch, before λ (then its cache rows are refreshed).
 
         Parameters
         ----------
@@ -107,13 +113,16 @@ class NeSCalRuntime:
             The batch rows' positions among the training rows (graph node ids).
         target : Tensor of shape (B,), optional
             Class indices (``adaptive="agreement"`` needs them).
+        sample_weight : Tensor of shape (B,), optional
+            Per-row weights multiplying each row's term (see
+            :meth:`NeighbourhoodSmoothing.__call__`); None weighs every row 1.
 
         Returns
         -------
         Tensor
             Scalar penalty, differentiable with respect to ``logits``.
         """
-        value = self.smoothing(logits, indices, target)
+        value = self.smoothing(logits, indices, target, sample_weight=sample_weight)
         self.last_penalty = float(value.detach())
         return value
 

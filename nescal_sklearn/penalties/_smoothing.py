@@ -70,6 +70,13 @@ class NeighbourhoodSmoothing:
         Similarity of each row to each of its neighbours (``build_knn_graph(...,
         return_similarities=True)``); required by ``adaptive="density"``.
 
+    Notes
+    -----
+    Per-row sample weights (``sample_weight`` at each call) multiply each row's own
+    term, together with the ``adaptive`` weights: the penalty is
+    ``mean_i(w_i * a_i * v_i)`` over the batch (divided by the batch size, not by the
+    sum of the weights). They never change what is cached.
+
     Attributes
     ----------
     neighbors : Tensor of shape (n_samples, k), int64
@@ -146,7 +153,13 @@ class NeighbourhoodSmoothing:
                 cache.log_probs.device
             )
 
-    def __call__(self, logits: Tensor, indices: Tensor, target: Tensor | None = None) -> Tensor:
+    def __call__(
+        self,
+        logits: Tensor,
+        indices: Tensor,
+        target: Tensor | None = None,
+        sample_weight: Tensor | None = None,
+    ) -> Tensor:
         """Penalty of a batch, then refresh the batch's rows of the cache.
 
         Parameters
@@ -157,6 +170,10 @@ class NeighbourhoodSmoothing:
             Those rows' positions in the training set (graph node ids).
         target : Tensor of shape (B,), int64, optional
             The rows' class indices; required by ``adaptive="agreement"``.
+        sample_weight : Tensor of shape (B,), optional
+            Finite non-negative per-row weights, on the device of ``logits``: row
+            ``i``'s term is multiplied by ``w_i`` (and by its ``adaptive`` weight), so
+            the penalty is ``mean_i(w_i * a_i * v_i)``. None weighs every row 1.
 
         Returns
         -------
@@ -188,9 +205,11 @@ class NeighbourhoodSmoothing:
                     f"indices must be training-row positions in [0, {n_samples}); got values "
                     f"in [{low}, {high}]."
                 )
+        if sample_weight is not None:
+            sample_weight = _check_sample_weight(sample_weight, logits)
         n_neighbours = self.neighbors.shape[1]
         if n_neighbours == 0 or not logits.is_floating_point():
-            return self._reference_call(logits, indices, target)
+            return self._reference_call(logits, indices, target, sample_weight)
         z = logits.detach()
         cache = self.cache
         rows = indices.to(self.neighbors.device)
@@ -205,14 +224,14 @@ class NeighbourhoodSmoothing:
             q = _like(cache.probs.index_select(0, ids), z).view(n_neighbours, z.shape[0], -1)
             q_neg_entropy = cache.neg_entropy().index_select(0, ids).to(z)
             sums = q.sum(dim=0) if self.adaptive == "agreement" else None
-            weights = self._row_weights(rows, sums, target, n_neighbours)
+            weights = _times(self._row_weights(rows, sums, target, n_neighbours), sample_weight, z)
             value, grad, neg_entropy = js_pairwise_kernel(
                 log_p, p, q, q_neg_entropy.view(n_neighbours, -1), weights, need_grad
             )
         else:
             ids = self.neighbors.index_select(0, rows)
             sums = _like(cache.prob_sums(ids), z)
-            weights = self._row_weights(rows, sums, target, n_neighbours)
+            weights = _times(self._row_weights(rows, sums, target, n_neighbours), sample_weight, z)
             if self.divergence == "js":
                 value, grad = js_mean_kernel(log_p, p, sums.div_(n_neighbours), weights, need_grad)
             else:
@@ -239,13 +258,20 @@ class NeighbourhoodSmoothing:
         log_target, target = log_softmax_and_probs(log_mean.div_(temperature))
         return target, log_target
 
-    def _reference_call(self, logits: Tensor, indices: Tensor, target: Tensor | None) -> Tensor:
+    def _reference_call(
+        self,
+        logits: Tensor,
+        indices: Tensor,
+        target: Tensor | None,
+        sample_weight: Tensor | None = None,
+    ) -> Tensor:
         """The unfused computation, for the cases the fused kernels do not take (k = 0)."""
         log_p = F.log_softmax(logits, dim=-1)
         neighbour_ids = self.neighbors[indices.to(self.neighbors.device)]
         neighbour_log_probs = self.cache.neighbours(neighbour_ids).to(log_p.device)
         sums = neighbour_log_probs.detach().exp().sum(dim=1)
         weights = self._row_weights(indices, sums, target, neighbour_log_probs.shape[1])
+        weights = _times(weights, sample_weight, log_p)
         if self.divergence == "soft_target":
             value = soft_target_penalty(
                 log_p, neighbour_log_probs, temperature=self.target_temperature, weights=weights
@@ -291,6 +317,53 @@ class NeighbourhoodSmoothing:
             f"n_classes={self.cache.n_classes}, aggregation={self.aggregation!r}, "
             f"divergence={self.divergence!r}, adaptive={self.adaptive!r})"
         )
+
+
+def _check_sample_weight(sample_weight, logits: Tensor) -> Tensor:
+    """Check per-row weights for the batch ``logits``; return them detached, in its dtype."""
+    if not isinstance(sample_weight, Tensor):
+        raise TypeError(
+            "sample_weight must be None or a 1-D floating-point tensor of per-row weights; "
+            f"got {type(sample_weight).__name__}."
+        )
+    if not sample_weight.is_floating_point():
+        raise TypeError(
+            f"sample_weight must be a floating-point tensor; got {sample_weight.dtype}."
+        )
+    if sample_weight.shape != logits.shape[:1]:
+        raise ValueError(
+            f"sample_weight must have shape (B,) = ({logits.shape[0]},), one weight per batch "
+            f"row; got shape {tuple(sample_weight.shape)}."
+        )
+    if sample_weight.device != logits.device:
+        raise ValueError(
+            f"sample_weight must be on the device of logits ({logits.device}); got "
+            f"{sample_weight.device}."
+        )
+    bad = ~(torch.isfinite(sample_weight) & (sample_weight >= 0))
+    if bool(bad.any()):
+        row = int(bad.nonzero()[0, 0])
+        raise ValueError(
+            f"sample_weight must be finite and >= 0; got {float(sample_weight[row])!r} at "
+            f"row {row}."
+        )
+    dtype = logits.dtype if logits.is_floating_point() else sample_weight.dtype
+    return sample_weight.detach().to(dtype)
+
+
+def _times(row_weights: Tensor | None, sample_weight: Tensor | None, like: Tensor) -> Tensor | None:
+    """The product of the ``adaptive`` row weights and the sample weights (None for 1).
+
+    Both are taken in the dtype and on the device of the batch ``like`` (the float32
+    density weights of a float64 batch are widened; otherwise nothing is converted).
+    """
+    if row_weights is not None:
+        row_weights = row_weights.to(device=like.device, dtype=like.dtype)
+    if sample_weight is None:
+        return row_weights
+    if row_weights is None:
+        return sample_weight
+    return row_weights * sample_weight
 
 
 def _like(values: Tensor, like: Tensor) -> Tensor:
