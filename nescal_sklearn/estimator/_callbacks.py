@@ -22,14 +22,17 @@ They share state through those two documented attributes of the net (see
 from __future__ import annotations
 
 import copy
+import re
+import sys
 import time
+from collections.abc import Mapping
 
 import numpy as np
 import torch
-from skorch.callbacks import Callback, EarlyStopping
+from skorch.callbacks import Callback, EarlyStopping, PrintLog
 
 from ..losses import NeSCalLoss
-from ..metrics.logits import optimal_log_temperature
+from ..metrics.logits import optimal_log_temperature, weighted_nll
 from ._net import StopTraining
 
 __all__ = [
@@ -37,6 +40,7 @@ __all__ = [
     "BuildNeighbourhood",
     "EarlyStoppingAfterWarmup",
     "PenaltySchedule",
+    "PlainPrintLog",
     "RefinedValidationLoss",
     "WarmupEnd",
 ]
@@ -53,16 +57,25 @@ class RefinedValidationLoss(Callback):
     search of :func:`nescal_sklearn.metrics.refinement_log_loss`) and the history
     gets ``valid_refined_loss`` (the NLL at that temperature: the refinement loss),
     ``valid_temperature`` and ``refinement_seconds`` (the solve's wall time).
+
+    With weighted validation rows (a ``"sample_weight"`` entry in the batch's dict
+    ``X``) the temperature is fitted on the weighted NLL, and ``valid_loss`` is
+    replaced by the weighted NLL of all validation rows, ``sum_i w_i l_i / sum_i w_i``
+    (skorch's own ``valid_loss`` averages batch means by batch size, which is that
+    only without weights).
     """
 
     def on_epoch_begin(self, net, **kwargs) -> None:
-        self.logits_, self.targets_ = [], []
+        self.logits_, self.targets_, self.weights_ = [], [], []
 
     def on_batch_end(self, net, batch=None, training=None, y_pred=None, **kwargs) -> None:
         if training or y_pred is None:
             return
         self.logits_.append(y_pred.detach().to("cpu", torch.float64))
         self.targets_.append(torch.as_tensor(batch[1]).to("cpu"))
+        features = batch[0]
+        if isinstance(features, Mapping) and features.get("sample_weight") is not None:
+            self.weights_.append(torch.as_tensor(features["sample_weight"]).to("cpu"))
 
     def on_epoch_end(self, net, **kwargs) -> None:
         if not self.logits_:
@@ -70,8 +83,11 @@ class RefinedValidationLoss(Callback):
         start = time.perf_counter()
         logits = torch.cat(self.logits_).numpy()
         targets = torch.cat(self.targets_).numpy().astype(np.int64)
-        result = optimal_log_temperature(logits, targets)
-        self.logits_, self.targets_ = [], []
+        weights = torch.cat(self.weights_).numpy().astype(np.float64) if self.weights_ else None
+        result = optimal_log_temperature(logits, targets, weights)
+        self.logits_, self.targets_, self.weights_ = [], [], []
+        if weights is not None:
+            net.history.record("valid_loss", weighted_nll(logits, targets, weights))
         net.history.record("valid_refined_loss", result.nll)
         net.history.record("valid_temperature", result.temperature)
         net.history.record("refinement_seconds", time.perf_counter() - start)
@@ -254,3 +270,21 @@ class EarlyStoppingAfterWarmup(EarlyStopping):
             if self.misses_ == self.patience:  # skorch's stop, not a Ctrl-C
                 raise StopTraining from None
             raise
+
+
+_ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
+
+
+class PlainPrintLog(PrintLog):
+    """skorch's per-epoch table, coloured only when standard output is a terminal.
+
+    skorch colours the table with ANSI escape codes unconditionally, which shows up as
+    ``\x1b[36m``-style noise in log files, CI output and notebooks' captured logs.
+    """
+
+    def table(self, row):
+        text = super().table(row)
+        stream = sys.stdout
+        if getattr(stream, "isatty", None) is not None and stream.isatty():
+            return text
+        return _ANSI_ESCAPE.sub("", text)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import numbers
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import torch
@@ -16,10 +17,16 @@ from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+from sklearn.utils.validation import (
+    _check_sample_weight,
+    check_is_fitted,
+    column_or_1d,
+    validate_data,
+)
 from skorch.callbacks import PassthroughScoring, ProgressBar
 from skorch.dataset import Dataset
 from skorch.helper import predefined_split
+from threadpoolctl import threadpool_limits
 from torch import nn
 
 from ..exceptions import PenaltyInactiveWarning
@@ -29,9 +36,11 @@ from ._callbacks import (
     BuildNeighbourhood,
     EarlyStoppingAfterWarmup,
     PenaltySchedule,
+    PlainPrintLog,
     RefinedValidationLoss,
     WarmupEnd,
 )
+from ._freeze import Unfreeze, check_freeze_patterns, resolve_frozen
 from ._module import build_module
 from ._net import NeSCalNet, TrainingInterrupted
 
@@ -47,6 +56,26 @@ PREDICT_BATCH_ROWS = 8192
 def _plain(value):
     """A numpy scalar as the Python number or string it holds (for error messages)."""
     return value.item() if isinstance(value, np.generic) else value
+
+
+def _training_weights(weights: np.ndarray | None) -> np.ndarray | None:
+    """Training-row weights scaled to mean 1, as float32; None when they are all equal.
+
+    Equal weights are the unweighted objective exactly, so they take its code path.
+    """
+    if weights is None or np.all(weights == weights[0]):
+        return None
+    return (weights / weights.mean()).astype(np.float32)
+
+
+def _epoch_history(history):
+    """skorch's history without its per-batch rows (the epoch rows hold their means).
+
+    The batch rows are most of a fitted model's pickle beyond the weights, and a
+    neighbour loss logs one more value per batch (``train_penalty``) than the others.
+    """
+    rows = [{key: value for key, value in row.items() if key != "batches"} for row in history]
+    return type(history)(rows)
 
 
 class NeSCalClassifier(ClassifierMixin, BaseEstimator):
@@ -125,6 +154,38 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         When > 0, mixup with Beta(mixup, mixup) coefficients: inputs and targets of
         each batch are mixed with a random permutation of it (the loss is the
         convex combination of the losses on both targets).
+    class_weight : dict, "balanced" or None, default=None
+        Weights of the classes, as in scikit-learn's classifiers: ``{label: weight}``,
+        or ``"balanced"`` (``n_samples / (n_classes * np.bincount(y))`` on the ``y``
+        passed to ``fit``). Multiplied into ``sample_weight``; see ``fit`` for how
+        weights enter training, early stopping and the temperature.
+    freeze : list of str or None, default=None
+        fnmatch patterns (case-sensitive) of module or parameter names, as in
+        ``module.named_modules()`` / ``named_parameters()``, e.g. ``["encoder*"]``:
+        the parameters they match (or that live in a submodule they match) are not
+        trained. The optimizer is given only the other parameters, and the frozen
+        submodules stay in eval mode while training (BatchNorm statistics fixed,
+        Dropout off), so a pretrained encoder is used exactly as it was saved. A
+        pattern that matches nothing raises. The neighbour graph is built on the
+        ``embedding_layer`` input as usual: with an encoder followed by a head,
+        ``embedding_layer="head"`` is the encoder's output.
+    unfreeze_at : int or None, default=None
+        With ``freeze``: the 1-based epoch from which every parameter trains
+        (fine-tuning). The formerly frozen parameters join the optimizer as a new
+        parameter group. None: frozen to the end.
+    unfreeze_lr : float or None, default=None
+        Learning rate of the formerly frozen parameters from ``unfreeze_at`` on
+        (often lower than ``lr``); None: ``lr``.
+    n_threads : int or None, default=1
+        Torch intra-op and BLAS/OpenMP threads during ``fit``, ``predict``,
+        ``predict_proba`` and ``decision_function`` (set with
+        ``torch.set_num_threads`` and threadpoolctl, and restored afterwards); None
+        leaves the process's settings alone. The default 1 is the safe choice for a
+        batched MLP on CPU: fits side by side (``GridSearchCV(n_jobs=2)``, joblib
+        workers, a loaded machine) with more threads than cores each were measured
+        10-50× slower, while a lone fit gains little from more threads (see
+        ``docs/nescal.md``, "Threads"). Use more for large networks on an idle
+        machine, or on a GPU where it does not matter.
     device : str, default="cpu"
         Torch device for training ("cpu", "cuda", "cuda:1", ...). The fitted network
         stays on it and predicts there; a pickled model is stored on the CPU and
@@ -200,6 +261,11 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         "validation_fraction": [Interval(numbers.Real, 0.0, 1.0, closed="neither")],
         "patience": [Interval(numbers.Integral, 1, None, closed="left")],
         "mixup": [Interval(numbers.Real, 0.0, None, closed="left")],
+        "class_weight": [None, dict, StrOptions({"balanced"})],
+        "freeze": [None, list, tuple],
+        "unfreeze_at": [None, Interval(numbers.Integral, 1, None, closed="left")],
+        "unfreeze_lr": [None, Interval(numbers.Real, 0.0, None, closed="neither")],
+        "n_threads": [None, Interval(numbers.Integral, 1, None, closed="left")],
         "device": [str, torch.device],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -223,6 +289,11 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         validation_fraction: float = 0.2,
         patience: int = 10,
         mixup: float = 0.0,
+        class_weight: dict | str | None = None,
+        freeze: Sequence[str] | None = None,
+        unfreeze_at: int | None = None,
+        unfreeze_lr: float | None = None,
+        n_threads: int | None = 1,
         device: str = "cpu",
         random_state: int | np.random.RandomState | None = None,
         verbose: int = 0,
@@ -242,12 +313,19 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         self.validation_fraction = validation_fraction
         self.patience = patience
         self.mixup = mixup
+        self.class_weight = class_weight
+        self.freeze = freeze
+        self.unfreeze_at = unfreeze_at
+        self.unfreeze_lr = unfreeze_lr
+        self.n_threads = n_threads
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, X, y, *, X_val=None, y_val=None) -> NeSCalClassifier:
+    def fit(
+        self, X, y, sample_weight=None, *, X_val=None, y_val=None, sample_weight_val=None
+    ) -> NeSCalClassifier:
         """Train the network on ``X`` (n_samples, n_features) and labels ``y``.
 
         Parameters
@@ -256,16 +334,36 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
             Numeric features (use :func:`make_tabular_pipeline` for mixed types).
         y : array-like of shape (n_samples,)
             Class labels of any type.
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Non-negative weight of each row (times ``class_weight``). Each training
+            row's loss is weighted: the base loss and the penalty's term of the row
+            itself (its neighbours' cached predictions are what they are). The
+            weights of the training rows are scaled to mean 1, so a constant weight
+            is the unweighted fit exactly, and an integer weight acts as that many
+            copies of the row in expectation (a mini-batch holds one copy; the
+            loss is ``mean_i w_i l_i``). Rows held out for early stopping keep their
+            weights there: the stopping criterion and ``warmup="auto"`` watch the
+            weighted validation NLL (``sum_i w_i l_i / sum_i w_i``, and the
+            temperature of ``early_stopping="refinement"`` is fitted on it).
+            Zero-weight training rows still take part in the neighbour graph.
         X_val, y_val : array-like or None, default=None
             Validation rows for early stopping, used instead of holding out
             ``validation_fraction`` of ``X`` (as in scikit-learn's
             ``HistGradientBoostingClassifier.fit``). Ignored without early stopping.
+        sample_weight_val : array-like of shape (n_val_samples,) or None, default=None
+            Weights of ``X_val`` (times ``class_weight``).
 
         Returns
         -------
         self : NeSCalClassifier
         """
         self._validate_params()
+        freeze = check_freeze_patterns(self.freeze)
+        self._check_unfreeze(freeze)
+        with self._thread_limits():
+            return self._fit(X, y, sample_weight, X_val, y_val, sample_weight_val, freeze)
+
+    def _fit(self, X, y, sample_weight, X_val, y_val, sample_weight_val, freeze):
         loss = self._validated_loss()
         X, y = validate_data(self, X, y, dtype=np.float32, ensure_min_samples=2)
         check_classification_targets(y)
@@ -277,12 +375,24 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
                 f"{_plain(self.classes_[0])!r}."
             )
         y_enc = encoder.transform(y).astype(np.int64)
+        class_weights = self._class_weights(y)
+        weights = self._row_weights(sample_weight, X, y, class_weights, "sample_weight")
+        if weights is not None and np.unique(y_enc[weights > 0]).size < 2:
+            label = _plain(self.classes_[y_enc[weights > 0][0]])
+            raise ValueError(
+                "NeSCalClassifier needs samples of at least 2 classes with a positive weight; "
+                f"sample_weight (times class_weight) leaves only class {label!r}."
+            )
         device = self._training_device()
         rng = check_random_state(self.random_state)
         seed = int(rng.randint(np.iinfo(np.int32).max))
 
         if (X_val is None) != (y_val is None):
             raise ValueError("X_val and y_val must be passed together; got only one of them.")
+        if sample_weight_val is not None and X_val is None:
+            raise ValueError(
+                "sample_weight_val weighs the rows of X_val; it was passed without X_val and y_val."
+            )
         if X_val is not None and self.early_stopping:
             X_valid = validate_data(self, X_val, dtype=np.float32, reset=False)
             y_val = column_or_1d(y_val)
@@ -292,11 +402,25 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
                     f"y_val contains labels not seen in y: {unknown.tolist()!r}; classes are "
                     f"{self.classes_.tolist()!r}."
                 )
-            X_train, y_train, y_valid = X, y_enc, encoder.transform(y_val).astype(np.int64)
+            w_valid = self._row_weights(
+                sample_weight_val, X_valid, y_val, class_weights, "sample_weight_val"
+            )
+            X_train, y_train, w_train = X, y_enc, weights
+            y_valid = encoder.transform(y_val).astype(np.int64)
         else:
-            X_train, X_valid, y_train, y_valid = self._split(X, y_enc, rng)
+            X_train, X_valid, y_train, y_valid, w_train, w_valid = self._split(
+                X, y_enc, weights, rng
+            )
+        w_train = _training_weights(w_train)
+        w_valid = None if w_valid is None or np.all(w_valid == w_valid[0]) else w_valid
+        if w_valid is not None and not w_valid.sum() > 0:
+            raise ValueError(
+                "The sample weights of the validation rows sum to zero; the weighted "
+                "validation NLL that early stopping watches is undefined. Pass weights with "
+                "a positive weight among the validation rows, or early_stopping=False."
+            )
         if loss.uses_neighbours:
-            self._check_graph_fits(loss, len(X_train), X_valid is not None)
+            loss = self._check_graph_fits(loss, len(X_train), X_valid is not None)
 
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
@@ -307,8 +431,13 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
                 n_classes=len(self.classes_),
                 mlp_kwargs=self._mlp_kwargs(),
             )
-            net, callbacks = self._build_net(module, loss, X_train, X_valid, y_valid, device, seed)
+            frozen = None if freeze is None else self._frozen_parts(module, freeze)
+            net, callbacks = self._build_net(
+                module, loss, X_train, X_valid, y_valid, w_valid, device, seed, frozen
+            )
             train_X = {"X": X_train, "index": np.arange(len(X_train), dtype=np.int64)}
+            if w_train is not None:
+                train_X["sample_weight"] = w_train
             try:
                 net.fit(train_X, y_train)
             except TrainingInterrupted as exc:
@@ -319,7 +448,9 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
 
         self.loss_ = loss
         self.module_ = net.module_.eval()
-        self.history_ = net.history
+        for param in self.module_.parameters():
+            param.requires_grad_(True)  # a frozen part is frozen for training only
+        self.history_ = _epoch_history(net.history)
         self.n_epochs_ = len(net.history)
         stopper = callbacks.get("early_stopping")
         self.best_epoch_ = None if stopper is None else int(stopper.best_epoch_)
@@ -329,8 +460,112 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         self.penalty_status_ = self._penalty_status(loss, callbacks.get("warmup_end"))
         return self
 
-    def _check_graph_fits(self, loss: TrainingLoss, n_train: int, held_out: bool) -> None:
-        """Explicit NeSCal settings that cannot work on this fit raise here."""
+    def _class_weights(self, y) -> dict | None:
+        """``class_weight`` as ``{label: weight}`` ("balanced" computed on ``y``)."""
+        if self.class_weight is None:
+            return None
+        classes = self.classes_.tolist()
+        if self.class_weight == "balanced":
+            counts = np.array([np.sum(y == label) for label in self.classes_])
+            return dict(zip(classes, len(y) / (len(classes) * counts), strict=True))
+        unknown = [k for k in self.class_weight if k not in set(classes)]
+        if unknown:
+            raise ValueError(
+                f"class_weight has labels that are not classes of y: "
+                f"{[_plain(k) for k in unknown]!r}; classes are {classes!r}."
+            )
+        for label, value in self.class_weight.items():
+            if not (isinstance(value, numbers.Real) and np.isfinite(value) and value >= 0):
+                raise ValueError(
+                    f"class_weight[{_plain(label)!r}] must be a finite number >= 0; got {value!r}."
+                )
+        return {label: float(self.class_weight.get(label, 1.0)) for label in classes}
+
+    def _row_weights(self, sample_weight, X, y, class_weights, name: str) -> np.ndarray | None:
+        """``sample_weight`` times the class weights of ``y`` (None when neither is given)."""
+        weights = None
+        if sample_weight is not None:
+            try:
+                weights = _check_sample_weight(
+                    sample_weight, X, dtype=np.float64, ensure_non_negative=True
+                )
+            except ValueError as exc:
+                raise ValueError(f"{name}: {exc}") from None
+            if not np.all(np.isfinite(weights)):
+                raise ValueError(f"{name} must be finite; got a non-finite weight.")
+        if class_weights is not None:
+            per_class = np.array([class_weights[label] for label in y.tolist()], dtype=np.float64)
+            weights = per_class if weights is None else weights * per_class
+        if weights is not None and not weights.sum() > 0:
+            raise ValueError(
+                f"{name} sums to zero (times class_weight): sample weights must contain at "
+                "least one non-zero number."
+            )
+        return weights
+
+    def _check_unfreeze(self, freeze) -> None:
+        if self.unfreeze_at is not None and freeze is None:
+            raise ValueError(
+                f"unfreeze_at={self.unfreeze_at!r} unfreezes the parameters that freeze "
+                "freezes, but freeze=None; pass freeze patterns too."
+            )
+        if self.unfreeze_lr is not None and self.unfreeze_at is None:
+            raise ValueError(
+                f"unfreeze_lr={self.unfreeze_lr!r} is the learning rate from unfreeze_at on, "
+                "but unfreeze_at=None; pass unfreeze_at too."
+            )
+        if self.unfreeze_at is not None and self.unfreeze_at > self.max_epochs:
+            raise ValueError(
+                f"unfreeze_at={self.unfreeze_at} is after the last of "
+                f"max_epochs={self.max_epochs}: nothing would be unfrozen. Pass an epoch "
+                f"<= {self.max_epochs}, or unfreeze_at=None to stay frozen."
+            )
+
+    def _frozen_parts(self, module, freeze):
+        frozen = resolve_frozen(module, freeze)
+        n_params = sum(1 for _ in module.parameters())
+        if len(frozen.parameters) == n_params:
+            raise ValueError(
+                f"freeze={list(freeze)!r} freezes every parameter of "
+                f"{type(module).__name__}: nothing would train. Leave some part (a head) "
+                "unfrozen."
+            )
+        return frozen
+
+    @contextlib.contextmanager
+    def _thread_limits(self) -> Iterator[None]:
+        """``n_threads`` torch and BLAS/OpenMP threads for the duration of a call."""
+        if self.n_threads is None:
+            yield
+            return
+        previous = torch.get_num_threads()
+        torch.set_num_threads(self.n_threads)
+        try:
+            with threadpool_limits(limits=self.n_threads):
+                yield
+        finally:
+            torch.set_num_threads(previous)
+
+    def _check_graph_fits(self, loss: TrainingLoss, n_train: int, held_out: bool) -> TrainingLoss:
+        """Explicit NeSCal settings that cannot work on this fit raise here.
+
+        With ``loss`` given by name (default settings), a ``n_neighbors`` the training
+        rows cannot hold is clamped to ``n_train - 1`` with a warning instead, so that
+        the default estimator fits any data a scikit-learn classifier accepts.
+        """
+        held = (
+            f" after holding out validation_fraction={self.validation_fraction}" if held_out else ""
+        )
+        if n_train < loss.n_neighbors + 1 and isinstance(self.loss, str) and n_train >= 2:
+            warnings.warn(
+                f"loss__n_neighbors={loss.n_neighbors} (the default of loss={self.loss!r}) "
+                f"needs at least {loss.n_neighbors + 1} training rows; got {n_train}{held}. "
+                f"Using loss__n_neighbors={n_train - 1} instead; pass loss__n_neighbors "
+                "explicitly to choose.",
+                UserWarning,
+                stacklevel=4,
+            )
+            loss.set_params(n_neighbors=n_train - 1)
         if n_train < loss.n_neighbors + 1:
             raise ValueError(
                 f"loss__n_neighbors={loss.n_neighbors} needs at least {loss.n_neighbors + 1} "
@@ -348,6 +583,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
                 f"the last of max_epochs={self.max_epochs}: the neighbour graph would never "
                 "be built. Pass a shorter warmup, a fraction in [0, 1), or more max_epochs."
             )
+        return loss
 
     def _penalty_status(self, loss: TrainingLoss, warmup) -> str | None:
         """Whether the returned weights were trained with the penalty; warn when not."""
@@ -380,7 +616,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
             "NeSCalClassifier returned a model trained without the smoothing penalty, i.e. "
             f"plain {base!r} training: {why}. penalty_status_={status!r}.",
             PenaltyInactiveWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
         return status
 
@@ -394,7 +630,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
                 f"warm-up falls back to {AUTO_WARMUP_FALLBACK} of max_epochs. Pass an int "
                 "or float warmup to silence this warning.",
                 UserWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
             loss.set_params(warmup=AUTO_WARMUP_FALLBACK)
         return loss
@@ -448,9 +684,9 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
             return "validation NLL after temperature scaling"
         return "validation NLL"
 
-    def _split(self, X, y, rng):
+    def _split(self, X, y, weights, rng):
         if not self.early_stopping:
-            return X, None, y, None
+            return X, None, y, None, weights, None
         counts = np.bincount(y, minlength=len(self.classes_))
         n_valid = int(np.ceil(self.validation_fraction * len(y)))
         if counts.min() < 2:
@@ -470,13 +706,15 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
                 f"{len(self.classes_)} classes. Pass early_stopping=False, X_val and y_val, "
                 "or a different validation_fraction."
             )
-        X_train, X_valid, y_train, y_valid = train_test_split(
-            X, y, test_size=n_valid, stratify=y, random_state=rng
-        )
-        return X_train, X_valid, y_train, y_valid
+        if weights is None:
+            X_train, X_valid, y_train, y_valid = train_test_split(
+                X, y, test_size=n_valid, stratify=y, random_state=rng
+            )
+            return X_train, X_valid, y_train, y_valid, None, None
+        return train_test_split(X, y, weights, test_size=n_valid, stratify=y, random_state=rng)
 
     def _build_net(
-        self, module, loss, X_train, X_valid, y_valid, device, seed
+        self, module, loss, X_train, X_valid, y_valid, w_valid, device, seed, frozen
     ) -> tuple[NeSCalNet, dict]:
         """The skorch net and its callbacks (by name, so ``fit`` can read their state)."""
         callbacks: dict = {}
@@ -495,11 +733,15 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         callbacks["train_penalty"] = PassthroughScoring(name="train_penalty", on_train=True)
         train_split = None
         if X_valid is not None:
-            # Validation rows are plain features: they carry no row id into the graph.
-            train_split = predefined_split(Dataset(X_valid, y_valid))
+            # Validation rows carry no row id into the graph (only their weights).
+            valid_X = X_valid if w_valid is None else {"X": X_valid, "sample_weight": w_valid}
+            train_split = predefined_split(Dataset(valid_X, y_valid))
             callbacks["early_stopping"] = EarlyStoppingAfterWarmup(
                 self.patience, wait_for_warmup=loss.uses_neighbours, monitor=monitor
             )
+        if frozen is not None and self.unfreeze_at is not None:
+            lr = self.lr if self.unfreeze_lr is None else self.unfreeze_lr
+            callbacks["unfreeze"] = Unfreeze(self.unfreeze_at, lr)
         if self.verbose >= 2:
             callbacks["progress_bar"] = ProgressBar()
         net = NeSCalNet(
@@ -518,9 +760,9 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
             training_loss=loss,
             mixup=self.mixup,
             mixup_seed=seed,
+            frozen=frozen,
         )
-        if not self.verbose:
-            net.set_params(callbacks__print_log=None)
+        net.set_params(callbacks__print_log=PlainPrintLog() if self.verbose else None)
         return net, callbacks
 
     def set_params(self, **params) -> NeSCalClassifier:
@@ -542,6 +784,10 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
     # --------------------------------------------------------------- prediction
     def _logits(self, X) -> np.ndarray:
         check_is_fitted(self)
+        with self._thread_limits():
+            return self._forward(X)
+
+    def _forward(self, X) -> np.ndarray:
         X = validate_data(self, X, dtype=np.float32, reset=False)
         if not X.flags.writeable:
             X = X.copy()

@@ -18,6 +18,7 @@ from skorch import NeuralNet
 from skorch.dataset import unpack_data
 
 from ..losses import TrainingLoss
+from ._freeze import FrozenParts
 
 __all__ = ["NeSCalNet", "StopTraining", "TrainingInterrupted"]
 
@@ -57,6 +58,9 @@ class NeSCalNet(NeuralNet):
         Beta(alpha, alpha) mixup of inputs and targets when > 0.
     mixup_seed : int or None, default=None
         Seed of the generator drawing the mixup coefficients and partners.
+    frozen : FrozenParts or None, default=None
+        Parameters kept out of the optimizer (and submodules kept in eval mode) until
+        the ``Unfreeze`` callback, if any, sets ``frozen_`` to None.
 
     Attributes
     ----------
@@ -72,12 +76,16 @@ class NeSCalNet(NeuralNet):
         by early stopping (whose patience counts from it).
     mixup_rng_ : numpy.random.Generator
         The mixup generator (seeded with ``mixup_seed``).
+    frozen_ : FrozenParts or None
+        The part that is frozen now (``frozen`` until unfrozen, then None).
 
     Notes
     -----
     The validation loss is always the negative log-likelihood (plain
     cross-entropy), whatever the objective: early stopping and the ``auto`` warm-up
-    select on it. ``criterion`` is required by skorch but unused: :meth:`get_loss`
+    select on it. Batches may carry ``"sample_weight"`` in their dict ``X``: training
+    rows then pay ``mean_i w_i l_i`` (base loss and the penalty's own term), and a
+    validation batch's loss is its weighted mean NLL. ``criterion`` is required by skorch but unused: :meth:`get_loss`
     computes the objective.
     """
 
@@ -87,15 +95,22 @@ class NeSCalNet(NeuralNet):
         training_loss: TrainingLoss,
         mixup: float = 0.0,
         mixup_seed: int | None = None,
+        frozen: FrozenParts | None = None,
         **kwargs,
     ):
         super().__init__(*args, **kwargs)
         self.training_loss = training_loss
         self.mixup = mixup
         self.mixup_seed = mixup_seed
+        self.frozen = frozen
 
     def initialize(self):
+        self.frozen_ = self.frozen  # read by get_all_learnable_params in super().initialize()
         super().initialize()
+        if self.frozen_ is not None:
+            for name, param in self.module_.named_parameters():
+                if name in self.frozen_.parameters:
+                    param.requires_grad_(False)
         loss = self.training_loss
         self.base_loss_ = loss.base() if loss.uses_neighbours else loss
         self.nescal_ = None
@@ -119,6 +134,22 @@ class NeSCalNet(NeuralNet):
             epoch = len(self.history)
             raise TrainingInterrupted(f"training interrupted in epoch {epoch}") from exc
 
+    def get_all_learnable_params(self):
+        """skorch's learnable parameters, less the frozen ones (while they are frozen)."""
+        frozen = getattr(self, "frozen_", None)
+        for name, param in super().get_all_learnable_params():
+            if frozen is None or name not in frozen.parameters:
+                yield name, param
+
+    def _set_training(self, training=True):
+        """skorch's train/eval switch; frozen submodules stay in eval mode."""
+        super()._set_training(training)
+        frozen = getattr(self, "frozen_", None)
+        if training and frozen is not None:
+            modules = dict(self.module_.named_modules())
+            for name in frozen.modules:
+                modules[name].eval()
+
     def infer(self, x, **fit_params):
         if isinstance(x, Mapping):
             x = x["X"]
@@ -131,14 +162,21 @@ class NeSCalNet(NeuralNet):
         losses without one). Validation: the NLL.
         """
         y_true = y_true.to(y_pred.device)
+        weights = _sample_weight(X, y_pred)
         if not training:
-            return F.cross_entropy(y_pred, y_true)
-        loss = self.base_loss_(y_pred, y_true)
+            if weights is None:
+                return F.cross_entropy(y_pred, y_true)
+            nll = F.cross_entropy(y_pred, y_true, reduction="none")
+            return (weights * nll).sum() / weights.sum().clamp_min(torch.finfo(nll.dtype).tiny)
+        loss = self._base_loss(y_pred, y_true, weights)
         runtime = self.nescal_
         if runtime is None:
             self.history.record_batch("train_penalty", 0.0)
             return loss
-        penalty = runtime.penalty(y_pred, X["index"], y_true)
+        if weights is None:
+            penalty = runtime.penalty(y_pred, X["index"], y_true)
+        else:
+            penalty = runtime.penalty(y_pred, X["index"], y_true, sample_weight=weights)
         self.history.record_batch("train_penalty", runtime.last_penalty)
         if runtime.current_weight == 0.0:
             return loss  # exactly the base loss's gradient (the cache is still refreshed)
@@ -148,8 +186,14 @@ class NeSCalNet(NeuralNet):
         """The mixup objective: ``lam`` × the objective on the rows' own labels (penalty
         included) + ``(1 − lam)`` × the base loss on the partners' labels."""
         own = self.get_loss(y_pred, y_true, X=X, training=True)
-        partners = self.base_loss_(y_pred, y_true.to(y_pred.device)[perm])
+        weights = _sample_weight(X, y_pred)  # each row keeps its own weight
+        partners = self._base_loss(y_pred, y_true.to(y_pred.device)[perm], weights)
         return lam * own + (1.0 - lam) * partners
+
+    def _base_loss(self, y_pred, y_true, weights):
+        if weights is None:
+            return self.base_loss_(y_pred, y_true)
+        return self.base_loss_(y_pred, y_true, sample_weight=weights)
 
     def train_step_single(self, batch, **fit_params):
         """One training step; with mixup, the inputs are mixed before the forward pass.
@@ -172,3 +216,10 @@ class NeSCalNet(NeuralNet):
         loss = self.get_mixup_loss(y_pred, yi, mixed, lam, perm)
         loss.backward()
         return {"loss": loss, "y_pred": y_pred}
+
+
+def _sample_weight(X, like: torch.Tensor) -> torch.Tensor | None:
+    """The batch's ``"sample_weight"`` (from its dict ``X``) on ``like``'s device and dtype."""
+    if not isinstance(X, Mapping) or X.get("sample_weight") is None:
+        return None
+    return torch.as_tensor(X["sample_weight"]).to(device=like.device, dtype=like.dtype)
