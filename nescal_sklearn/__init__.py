@@ -43,11 +43,15 @@ _EXPORTS: dict[str, str] = {
     "local_calibration_error": "metrics",
     "refinement_log_loss": "metrics",
     "reliability_curve": "metrics",
+    "debiased_calibration_error": "metrics",
+    "bootstrap_ci": "metrics",
+    "bootstrap_reliability_band": "metrics",
     "neg_expected_calibration_error": "scorers",
     "neg_classwise_calibration_error": "scorers",
     "neg_maximum_calibration_error": "scorers",
     "neg_local_calibration_error": "scorers",
     "neg_refinement_log_loss": "scorers",
+    "neg_debiased_calibration_error": "scorers",
     "ReliabilityDisplay": "plotting",
     # diagnostics
     "neighbour_confidence_gap": "diagnostics",
@@ -90,7 +94,10 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
     from .graph import build_knn_graph  # noqa: F401
     from .losses import CrossEntropyLoss, NeSCalLoss, TrainingLoss, get_loss  # noqa: F401
     from .metrics import (  # noqa: F401
+        bootstrap_ci,
+        bootstrap_reliability_band,
         classwise_calibration_error,
+        debiased_calibration_error,
         expected_calibration_error,
         local_calibration_error,
         maximum_calibration_error,
@@ -101,6 +108,7 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
     from .plotting import ReliabilityDisplay  # noqa: F401
     from .scorers import (  # noqa: F401
         neg_classwise_calibration_error,
+        neg_debiased_calibration_error,
         neg_expected_calibration_error,
         neg_local_calibration_error,
         neg_maximum_calibration_error,

@@ -20,6 +20,7 @@ from sklearn.linear_model import LinearRegression, LogisticRegression  # noqa: E
 from sklearn.naive_bayes import GaussianNB  # noqa: E402
 
 from nescal_sklearn.metrics import (  # noqa: E402
+    bootstrap_reliability_band,
     classwise_calibration_error,
     expected_calibration_error,
     reliability_curve,
@@ -219,3 +220,146 @@ def test_importing_plotting_does_not_import_matplotlib():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "False"
+
+
+# ------------------------------------------------------------------- bootstrap bands
+
+
+def _calibrated_binary(n: int, seed: int):
+    rng = np.random.default_rng(seed)
+    proba = rng.uniform(size=n)
+    return (rng.uniform(size=n) < proba).astype(int), proba
+
+
+@pytest.mark.parametrize("strategy", ["uniform", "quantile"])
+@pytest.mark.parametrize("kind", ["top_label", 2])
+def test_band_contains_the_curve_and_matches_the_metrics_band(iris_models, strategy, kind):
+    X, y, model, _ = iris_models
+    proba = model.predict_proba(X)
+    display = ReliabilityDisplay.from_predictions(
+        y, proba, n_bins=8, strategy=strategy, kind=kind, n_bootstrap=100, random_state=0
+    )
+    band = bootstrap_reliability_band(
+        y, proba, n_bins=8, strategy=strategy, kind=kind, n_resamples=100, random_state=0
+    )
+    assert display.band_low.shape == display.band_high.shape == (8,)
+    np.testing.assert_array_equal(display.band_low, band.low)
+    np.testing.assert_array_equal(display.band_high, band.high)
+    nonempty = display.counts > 0
+    assert np.all(display.band_low[nonempty] <= display.accuracy[nonempty])
+    assert np.all(display.accuracy[nonempty] <= display.band_high[nonempty])
+    assert np.all(np.isnan(display.band_low[~nonempty]))
+    # The curve is the same as without a band.
+    plain = ReliabilityDisplay.from_predictions(y, proba, n_bins=8, strategy=strategy, kind=kind)
+    np.testing.assert_array_equal(display.line_.get_xydata(), plain.line_.get_xydata())
+    assert display.ece == plain.ece
+
+
+def test_band_is_drawn_as_a_fill_between_in_the_colour_of_the_curve(iris_models):
+    from matplotlib.collections import PolyCollection
+    from matplotlib.colors import to_rgba
+
+    X, y, model, _ = iris_models
+    display = ReliabilityDisplay.from_estimator(model, X, y, n_bins=6, n_bootstrap=50)
+    assert isinstance(display.band_, PolyCollection)
+    assert display.band_ in display.ax_.collections
+    facecolor = display.band_.get_facecolor()[0]
+    np.testing.assert_allclose(facecolor[:3], to_rgba(display.line_.get_color())[:3])
+    nonempty = display.counts > 0
+    vertices = display.band_.get_paths()[0].vertices
+    finite = vertices[np.all(np.isfinite(vertices), axis=1)]
+    assert finite[:, 0].min() == pytest.approx(display.confidence[nonempty].min())
+    assert finite[:, 0].max() == pytest.approx(display.confidence[nonempty].max())
+    assert finite[:, 1].min() == pytest.approx(np.nanmin(display.band_low))
+    assert finite[:, 1].max() == pytest.approx(np.nanmax(display.band_high))
+    legend = [text.get_text() for text in display.ax_.get_legend().get_texts()]
+    assert legend[0] == "Perfectly calibrated" and len(legend) == 2  # band not in the legend
+
+
+@pytest.mark.parametrize("n_bootstrap", [None, 0])
+def test_no_band_by_default(iris_models, n_bootstrap):
+    X, y, model, _ = iris_models
+    display = ReliabilityDisplay.from_estimator(model, X, y, n_bootstrap=n_bootstrap)
+    assert display.band_ is None
+    assert display.band_low is None and display.band_high is None
+    assert len(display.ax_.collections) == 0
+
+
+def test_band_narrows_with_more_data():
+    widths = []
+    for n in (300, 3000):
+        y, proba = _calibrated_binary(n, seed=n)
+        display = ReliabilityDisplay.from_predictions(
+            y, proba, n_bins=5, kind=1, n_bootstrap=200, random_state=0, show_histogram=False
+        )
+        widths.append(np.mean(display.band_high - display.band_low))
+    assert widths[1] < 0.5 * widths[0]  # about 1 / sqrt(10)
+
+
+def test_band_random_state_and_confidence():
+    y, proba = _calibrated_binary(400, seed=1)
+    kwargs = dict(n_bins=5, kind=1, n_bootstrap=60, show_histogram=False)
+    first = ReliabilityDisplay.from_predictions(y, proba, random_state=3, **kwargs)
+    again = ReliabilityDisplay.from_predictions(y, proba, random_state=3, **kwargs)
+    other = ReliabilityDisplay.from_predictions(y, proba, random_state=4, **kwargs)
+    np.testing.assert_array_equal(first.band_low, again.band_low)
+    np.testing.assert_array_equal(first.band_high, again.band_high)
+    assert not np.array_equal(first.band_high - first.band_low, other.band_high - other.band_low)
+    narrow = ReliabilityDisplay.from_predictions(
+        y, proba, random_state=3, band_confidence=0.5, **kwargs
+    )
+    assert np.all(first.band_low <= narrow.band_low)
+    assert np.all(narrow.band_high <= first.band_high)
+
+
+def test_from_estimator_band_equals_from_predictions(iris_models):
+    X, y, model, _ = iris_models
+    a = ReliabilityDisplay.from_estimator(model, X, y, kind=1, n_bootstrap=30, random_state=2)
+    b = ReliabilityDisplay.from_predictions(
+        y, model.predict_proba(X), labels=model.classes_, kind=1, n_bootstrap=30, random_state=2
+    )
+    np.testing.assert_array_equal(a.band_low, b.band_low)
+    np.testing.assert_array_equal(a.band_high, b.band_high)
+
+
+def test_classwise_panels_with_bands(iris_models):
+    X, y, model, _ = iris_models
+    proba = model.predict_proba(X)
+    displays = plot_classwise_reliability(y, proba, n_bins=6, n_bootstrap=40, random_state=0)
+    for label, display in zip([0, 1, 2], displays, strict=True):
+        band = bootstrap_reliability_band(
+            y, proba, n_bins=6, kind=label, n_resamples=40, random_state=0
+        )
+        np.testing.assert_array_equal(display.band_low, band.low)
+        np.testing.assert_array_equal(display.band_high, band.high)
+        assert display.band_ in display.ax_.collections
+    assert all(d.band_ is None for d in plot_classwise_reliability(y, proba, n_bins=6))
+
+
+@pytest.mark.parametrize("value", [1, -1, 2.5, True, "10"])
+def test_bad_n_bootstrap(iris_models, value):
+    X, y, model, _ = iris_models
+    with _raises(f"n_bootstrap must be None, 0 or an integer >= 2; got {value!r}."):
+        ReliabilityDisplay.from_estimator(model, X, y, n_bootstrap=value)
+    with _raises(f"n_bootstrap must be None, 0 or an integer >= 2; got {value!r}."):
+        plot_classwise_reliability(y, model.predict_proba(X), n_bootstrap=value)
+
+
+@pytest.mark.parametrize("value", [0, 1, 1.5, True, None])
+def test_bad_band_confidence(iris_models, value):
+    X, y, model, _ = iris_models
+    with _raises(f"band_confidence must be a number strictly between 0 and 1; got {value!r}."):
+        ReliabilityDisplay.from_estimator(model, X, y, n_bootstrap=10, band_confidence=value)
+
+
+def test_band_from_the_constructor():
+    display = ReliabilityDisplay(
+        confidence=np.array([0.3, np.nan, 0.8]),
+        accuracy=np.array([0.25, np.nan, 0.9]),
+        counts=np.array([4.0, 0.0, 6.0]),
+        bin_edges=np.array([0.0, 0.4, 0.6, 1.0]),
+        band_low=np.array([0.1, np.nan, 0.8]),
+        band_high=np.array([0.4, np.nan, 1.0]),
+    ).plot()
+    vertices = display.band_.get_paths()[0].vertices
+    assert {tuple(v) for v in vertices} >= {(0.3, 0.1), (0.3, 0.4), (0.8, 0.8), (0.8, 1.0)}

@@ -20,6 +20,7 @@ from sklearn.preprocessing import StandardScaler
 
 from nescal_sklearn.metrics import (
     classwise_calibration_error,
+    debiased_calibration_error,
     expected_calibration_error,
     log_loss,
     maximum_calibration_error,
@@ -30,6 +31,7 @@ from nescal_sklearn.scorers import (
     get_scorer,
     get_scorer_names,
     neg_classwise_calibration_error,
+    neg_debiased_calibration_error,
     neg_expected_calibration_error,
     neg_maximum_calibration_error,
     neg_refinement_log_loss,
@@ -43,6 +45,7 @@ OURS = {
     ),
     "neg_maximum_calibration_error": (neg_maximum_calibration_error, maximum_calibration_error),
     "neg_refinement_log_loss": (neg_refinement_log_loss, refinement_log_loss),
+    "neg_debiased_calibration_error": (neg_debiased_calibration_error, debiased_calibration_error),
 }
 
 
@@ -167,9 +170,10 @@ def test_get_scorer_falls_back_to_sklearn():
 def test_get_scorer_unknown_name():
     message = (
         "'neg_ece' is not a valid scoring value. Use one of nescal_sklearn's scorers "
-        "['neg_classwise_calibration_error', 'neg_expected_calibration_error', "
-        "'neg_local_calibration_error', 'neg_maximum_calibration_error', "
-        "'neg_refinement_log_loss'] or a name from sklearn.metrics.get_scorer_names()."
+        "['neg_classwise_calibration_error', 'neg_debiased_calibration_error', "
+        "'neg_expected_calibration_error', 'neg_local_calibration_error', "
+        "'neg_maximum_calibration_error', 'neg_refinement_log_loss'] or a name from "
+        "sklearn.metrics.get_scorer_names()."
     )
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         get_scorer("neg_ece")
@@ -299,3 +303,61 @@ def test_estimator_without_predict_proba(iris):
     )
     with pytest.raises(AttributeError, match=f"^{re.escape(message)}$"):
         neg_expected_calibration_error(LinearRegression().fit(X, y), X, y)
+
+
+# ------------------------------------------------------- debiased calibration error scorer
+
+
+def test_grid_search_debiased_matches_metric_by_hand(iris):
+    X, y = iris
+    cv = StratifiedKFold(3, shuffle=True, random_state=1)
+    grid = {"logisticregression__C": [0.01, 1.0, 100.0]}
+    search = GridSearchCV(_model(), grid, scoring=neg_debiased_calibration_error, cv=cv)
+    search.fit(X, y)
+    for i, params in enumerate(search.cv_results_["params"]):
+        for k, (train, test) in enumerate(cv.split(X, y)):
+            model = clone(_model()).set_params(**params).fit(X[train], y[train])
+            proba = model.predict_proba(X[test])
+            by_hand = -debiased_calibration_error(y[test], proba, labels=model.classes_)
+            assert search.cv_results_[f"split{k}_test_score"][i] == pytest.approx(by_hand)
+    assert np.all(search.cv_results_["mean_test_score"] <= 0)
+    best = int(np.argmax(search.cv_results_["mean_test_score"]))
+    assert search.best_params_ == search.cv_results_["params"][best]
+
+
+def test_grid_search_debiased_by_name_with_squared_variant(breast_cancer):
+    X, y = breast_cancer
+    cv = KFold(3, shuffle=True, random_state=0)
+    squared = CalibrationScorer(debiased_calibration_error, squared=True, n_bins=10)
+    search = GridSearchCV(
+        _model(),
+        {"logisticregression__C": [0.01, 1.0]},
+        scoring={"l2": get_scorer("neg_debiased_calibration_error"), "sq": squared},
+        refit="l2",
+        cv=cv,
+    ).fit(X, y)
+    for k, (train, test) in enumerate(cv.split(X, y)):
+        model = clone(_model()).set_params(**search.cv_results_["params"][0])
+        proba = model.fit(X[train], y[train]).predict_proba(X[test])
+        by_hand = -debiased_calibration_error(y[test], proba, squared=True, n_bins=10)
+        assert search.cv_results_[f"split{k}_test_sq"][0] == pytest.approx(by_hand)
+    assert search.best_index_ == int(np.argmax(search.cv_results_["mean_test_l2"]))
+
+
+def test_sklearn_does_not_know_our_names_so_pass_the_object_or_get_scorer(iris):
+    # What docs/metrics.md and the scorers docstring say: a plain string fails.
+    X, y = iris
+    with pytest.raises(ValueError, match="The 'scoring' parameter of GridSearchCV"):
+        GridSearchCV(
+            _model(), {"logisticregression__C": [1.0]}, scoring="neg_expected_calibration_error"
+        ).fit(X, y)
+    by_object = GridSearchCV(
+        _model(), {"logisticregression__C": [1.0]}, scoring=neg_expected_calibration_error, cv=3
+    ).fit(X, y)
+    by_name = GridSearchCV(
+        _model(),
+        {"logisticregression__C": [1.0]},
+        scoring=get_scorer("neg_expected_calibration_error"),
+        cv=3,
+    ).fit(X, y)
+    assert by_object.best_score_ == by_name.best_score_

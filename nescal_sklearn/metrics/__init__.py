@@ -1,5 +1,8 @@
 """Calibration metrics: reliability curve, ECE family, local CE, NLL, refinement NLL, Brier (numpy).
 
+Also a debiased L2 calibration error and class-stratified bootstrap intervals of any
+metric (and bands of reliability curves).
+
 ``log_loss`` (NLL, mean negative log-likelihood of the true class, in nats) and
 ``brier_score_loss`` are scikit-learn's own functions, re-exported unchanged. For
 multiclass input ``brier_score_loss`` is the sum over classes of the squared error,
@@ -27,20 +30,32 @@ Examples
 from sklearn.metrics import brier_score_loss, log_loss
 
 from ._binning import ReliabilityCurve, classwise_reliability_curves, reliability_curve
+from ._bootstrap import (
+    BootstrapInterval,
+    ReliabilityBand,
+    bootstrap_ci,
+    bootstrap_reliability_band,
+)
 from ._calibration_error import (
     classwise_calibration_error,
     ece_from_curve,
     expected_calibration_error,
     maximum_calibration_error,
 )
+from ._debiased import debiased_calibration_error
 from ._local import local_calibration_error
 from ._refinement import refinement_log_loss
 
 __all__ = [
+    "BootstrapInterval",
+    "ReliabilityBand",
     "ReliabilityCurve",
+    "bootstrap_ci",
+    "bootstrap_reliability_band",
     "brier_score_loss",
     "classwise_calibration_error",
     "classwise_reliability_curves",
+    "debiased_calibration_error",
     "ece_from_curve",
     "expected_calibration_error",
     "local_calibration_error",

@@ -203,20 +203,32 @@ def _check_inputs(
     return checked, n_bins, strategy
 
 
+def binned_rows(
+    checked: CheckedProba, column: int | None, n_bins: int, strategy: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each row's score, outcome and bin, and the bin edges; ``column=None``: top label.
+
+    The one binning rule every binned metric, the curve and its bootstrap band share:
+    bins are ``(lo, hi]`` between the edges of ``strategy``.
+    """
+    if column is None:
+        predicted = np.argmax(checked.proba, axis=1)
+        score = checked.proba[np.arange(predicted.shape[0]), predicted]
+        outcome = predicted == checked.y_index
+    else:
+        score = checked.proba[:, column]
+        outcome = checked.y_index == column
+    edges = _EDGES[strategy](score, checked.sample_weight, n_bins)
+    bin_index = np.searchsorted(edges[1:-1], score, side="left")
+    return score, outcome, bin_index, edges
+
+
 def curve_from_checked(
     checked: CheckedProba, column: int | None, n_bins: int, strategy: str
 ) -> ReliabilityCurve:
     """Reliability curve of validated inputs; ``column=None`` means the top label."""
-    if column is None:
-        predicted = np.argmax(checked.proba, axis=1)
-        confidence = checked.proba[np.arange(predicted.shape[0]), predicted]
-        outcome = predicted == checked.y_index
-    else:
-        confidence = checked.proba[:, column]
-        outcome = checked.y_index == column
+    confidence, outcome, bin_index, edges = binned_rows(checked, column, n_bins, strategy)
     weights = checked.sample_weight
-    edges = _EDGES[strategy](confidence, weights, n_bins)
-    bin_index = np.searchsorted(edges[1:-1], confidence, side="left")
     counts = np.bincount(bin_index, weights=weights, minlength=n_bins)
     sum_confidence = np.bincount(bin_index, weights=weights * confidence, minlength=n_bins)
     sum_outcome = np.bincount(bin_index, weights=weights * outcome, minlength=n_bins)

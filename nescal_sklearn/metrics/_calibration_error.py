@@ -111,7 +111,7 @@ def expected_calibration_error(
     Examples
     --------
     Two rows at confidence 0.6 (one right) and two at 0.8 (both right), so with
-    5 bins ECE = 0.5 * |0.5 - 0.6| + 0.5 * |1.0 - 0.8| = 0.15:
+    5 bins ``ECE = 0.5 * |0.5 - 0.6| + 0.5 * |1.0 - 0.8| = 0.15``:
 
     >>> from nescal_sklearn.metrics import expected_calibration_error
     >>> y_true = [0, 1, 1, 2]

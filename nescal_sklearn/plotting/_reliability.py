@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from ..metrics import (
+    ReliabilityBand,
     ReliabilityCurve,
+    bootstrap_reliability_band,
     classwise_reliability_curves,
     ece_from_curve,
     reliability_curve,
@@ -29,7 +32,9 @@ class ReliabilityDisplay:
 
     Build it with :meth:`from_estimator` or :meth:`from_predictions`; the
     constructor only stores values. Several displays can be drawn on one ``ax`` to
-    compare models: the reference line and the histogram axes are shared.
+    compare models: the reference line and the histogram axes are shared. With
+    ``n_bootstrap`` resamples, a shaded band shows the pointwise bootstrap interval of
+    each bin's observed frequency (:func:`~nescal_sklearn.metrics.bootstrap_reliability_band`).
 
     Parameters
     ----------
@@ -47,11 +52,19 @@ class ReliabilityDisplay:
         Name in the legend.
     kind : "top_label" or a class label, default="top_label"
         What was binned; only used for the axis labels.
+    band_low : ndarray of shape (n_bins,), default=None
+        Lower end of the bootstrap band of ``accuracy`` per bin (NaN for an empty
+        bin); no band is drawn when None.
+    band_high : ndarray of shape (n_bins,), default=None
+        Upper end of the band, likewise.
 
     Attributes
     ----------
     line_ : matplotlib Line2D
         The reliability curve (non-empty bins only).
+    band_ : matplotlib PolyCollection or None
+        The shaded bootstrap band (``fill_between`` over the non-empty bins, in the
+        colour of the curve); None without band.
     ax_ : matplotlib Axes
         Axes with the curve.
     hist_ax_ : matplotlib Axes or None
@@ -90,6 +103,8 @@ class ReliabilityDisplay:
         ece: float | None = None,
         estimator_name: str | None = None,
         kind: Any = "top_label",
+        band_low: np.ndarray | None = None,
+        band_high: np.ndarray | None = None,
     ) -> None:
         self.confidence = confidence
         self.accuracy = accuracy
@@ -98,6 +113,8 @@ class ReliabilityDisplay:
         self.ece = ece
         self.estimator_name = estimator_name
         self.kind = kind
+        self.band_low = band_low
+        self.band_high = band_high
 
     def plot(
         self,
@@ -128,7 +145,8 @@ class ReliabilityDisplay:
         Returns
         -------
         display : ReliabilityDisplay
-            ``self``, with ``line_``, ``ax_``, ``hist_ax_``, ``hist_``, ``figure_`` set.
+            ``self``, with ``line_``, ``band_``, ``ax_``, ``hist_ax_``, ``hist_``,
+            ``figure_`` set.
 
         Examples
         --------
@@ -164,6 +182,16 @@ class ReliabilityDisplay:
         line_kwargs = {"marker": "s", "label": _legend_label(name, self.ece)}
         line_kwargs.update(kwargs)
         (self.line_,) = ax.plot(confidence[nonempty], accuracy[nonempty], **line_kwargs)
+        self.band_ = None
+        if self.band_low is not None and self.band_high is not None:
+            self.band_ = ax.fill_between(
+                confidence[nonempty],
+                np.asarray(self.band_low, dtype=float)[nonempty],
+                np.asarray(self.band_high, dtype=float)[nonempty],
+                color=self.line_.get_color(),
+                alpha=0.2,
+                linewidth=0,
+            )
 
         x_label, y_label = _axis_labels(self.kind)
         ax.set(xlim=(-0.02, 1.02), ylim=(-0.02, 1.02), xlabel=x_label, ylabel=y_label)
@@ -201,6 +229,9 @@ class ReliabilityDisplay:
         ax: Any = None,
         show_histogram: bool = True,
         ref_line: bool = True,
+        n_bootstrap: int | None = None,
+        band_confidence: float = 0.95,
+        random_state: Any = None,
         **kwargs: Any,
     ) -> ReliabilityDisplay:
         """Plot a reliability diagram from true labels and predicted probabilities.
@@ -230,13 +261,22 @@ class ReliabilityDisplay:
             Draw the bin counts below.
         ref_line : bool, default=True
             Draw the diagonal.
+        n_bootstrap : int or None, default=None
+            Number of bootstrap resamples (at least 2) of a shaded band around the
+            curve: per bin, the percentile interval of the observed frequency over
+            resamples drawn within each class, the bins kept fixed. None or 0: no band.
+        band_confidence : float, default=0.95
+            Pointwise coverage of the band, strictly between 0 and 1.
+        random_state : int, RandomState instance or None, default=None
+            Seed of the resampling; an int draws the same band on every call.
         **kwargs : dict
             Passed to :meth:`matplotlib.axes.Axes.plot`.
 
         Returns
         -------
         display : ReliabilityDisplay
-            The plotted display; its ``ece`` is the ECE of the plotted bins.
+            The plotted display; its ``ece`` is the ECE of the plotted bins, its
+            ``band_low`` and ``band_high`` the band (None without ``n_bootstrap``).
 
         Examples
         --------
@@ -250,15 +290,44 @@ class ReliabilityDisplay:
         'm (ECE = 15.00%)'
         >>> display.line_.get_xydata().tolist()
         [[0.6, 0.5], [0.8, 1.0]]
+
+        With a bootstrap band of 200 resamples:
+
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> proba = rng.uniform(size=400)
+        >>> y = (rng.uniform(size=400) < proba).astype(int)
+        >>> display = ReliabilityDisplay.from_predictions(
+        ...     y, proba, n_bins=5, kind=1, n_bootstrap=200, random_state=0
+        ... )
+        >>> bool(np.all(display.band_low <= display.accuracy))
+        True
+        >>> from matplotlib.collections import PolyCollection
+        >>> isinstance(display.band_, PolyCollection)
+        True
         """
         binning = _binning(n_bins, strategy, labels, sample_weight)
-        curve = reliability_curve(y_true, y_proba, kind=kind, **binning)
-        display = cls._from_curve(curve, name=name, kind=kind)
+        band_settings = _band_settings(n_bootstrap, band_confidence, random_state)
+        if band_settings is None:
+            curve = reliability_curve(y_true, y_proba, kind=kind, **binning)
+            display = cls._from_curve(curve, name=name, kind=kind)
+        else:
+            band = bootstrap_reliability_band(
+                y_true, y_proba, kind=kind, **binning, **band_settings
+            )
+            display = cls._from_curve(band.curve, name=name, kind=kind, band=band)
         return display.plot(ax=ax, show_histogram=show_histogram, ref_line=ref_line, **kwargs)
 
     @classmethod
-    def _from_curve(cls, curve: ReliabilityCurve, *, name: str | None, kind: Any):
-        """An unplotted display of ``curve``, its ECE in the legend."""
+    def _from_curve(
+        cls,
+        curve: ReliabilityCurve,
+        *,
+        name: str | None,
+        kind: Any,
+        band: ReliabilityBand | None = None,
+    ):
+        """An unplotted display of ``curve``, its ECE in the legend, with ``band`` if any."""
         return cls(
             confidence=curve.confidence,
             accuracy=curve.accuracy,
@@ -267,6 +336,8 @@ class ReliabilityDisplay:
             ece=ece_from_curve(curve),
             estimator_name=name,
             kind=kind,
+            band_low=None if band is None else band.low,
+            band_high=None if band is None else band.high,
         )
 
     @classmethod
@@ -284,6 +355,9 @@ class ReliabilityDisplay:
         ax: Any = None,
         show_histogram: bool = True,
         ref_line: bool = True,
+        n_bootstrap: int | None = None,
+        band_confidence: float = 0.95,
+        random_state: Any = None,
         **kwargs: Any,
     ) -> ReliabilityDisplay:
         """Plot a reliability diagram of a fitted classifier on ``X``, ``y``.
@@ -314,6 +388,14 @@ class ReliabilityDisplay:
             Draw the bin counts below.
         ref_line : bool, default=True
             Draw the diagonal.
+        n_bootstrap : int or None, default=None
+            Number of bootstrap resamples (at least 2) of a shaded band around the
+            curve: per bin, the percentile interval of the observed frequency over
+            resamples drawn within each class, the bins kept fixed. None or 0: no band.
+        band_confidence : float, default=0.95
+            Pointwise coverage of the band, strictly between 0 and 1.
+        random_state : int, RandomState instance or None, default=None
+            Seed of the resampling; an int draws the same band on every call.
         **kwargs : dict
             Passed to :meth:`matplotlib.axes.Axes.plot`.
 
@@ -351,6 +433,9 @@ class ReliabilityDisplay:
             ax=ax,
             show_histogram=show_histogram,
             ref_line=ref_line,
+            n_bootstrap=n_bootstrap,
+            band_confidence=band_confidence,
+            random_state=random_state,
             **kwargs,
         )
 
@@ -367,6 +452,9 @@ def plot_classwise_reliability(
     axes: Any = None,
     show_histogram: bool = True,
     ref_line: bool = True,
+    n_bootstrap: int | None = None,
+    band_confidence: float = 0.95,
+    random_state: Any = None,
     **kwargs: Any,
 ) -> list[ReliabilityDisplay]:
     """One one-vs-rest reliability diagram per class, side by side.
@@ -394,6 +482,14 @@ def plot_classwise_reliability(
         Draw the bin counts below each panel.
     ref_line : bool, default=True
         Draw the diagonal.
+    n_bootstrap : int or None, default=None
+        Number of bootstrap resamples (at least 2) of a shaded band around each
+        curve, as in :meth:`ReliabilityDisplay.from_predictions`. Every panel uses the
+        same resamples of the rows when ``random_state`` is an int. None or 0: no band.
+    band_confidence : float, default=0.95
+        Pointwise coverage of the bands, strictly between 0 and 1.
+    random_state : int, RandomState instance or None, default=None
+        Seed of the resampling.
     **kwargs : dict
         Passed to :meth:`matplotlib.axes.Axes.plot`.
 
@@ -415,6 +511,7 @@ def plot_classwise_reliability(
     [0.3, 0.325, 0.125]
     """
     binning = _binning(n_bins, strategy, labels, sample_weight)
+    band_settings = _band_settings(n_bootstrap, band_confidence, random_state)
     curves = classwise_reliability_curves(y_true, y_proba, **binning)
     n_classes = len(curves)
     if axes is None:
@@ -426,7 +523,12 @@ def plot_classwise_reliability(
         raise ValueError(f"axes must hold one Axes per class ({n_classes}); got {axes.shape[0]}.")
     displays = []
     for (label, curve), ax in zip(curves.items(), axes, strict=True):
-        display = ReliabilityDisplay._from_curve(curve, name=name, kind=label).plot(
+        band = None
+        if band_settings is not None:
+            band = bootstrap_reliability_band(
+                y_true, y_proba, kind=label, **binning, **band_settings
+            )
+        display = ReliabilityDisplay._from_curve(curve, name=name, kind=label, band=band).plot(
             ax=ax, show_histogram=show_histogram, ref_line=ref_line, **kwargs
         )
         ax.set_title(f"Class {label} vs rest")
@@ -437,6 +539,45 @@ def plot_classwise_reliability(
 def _binning(n_bins: Any, strategy: Any, labels: Any, sample_weight: Any) -> dict[str, Any]:
     """The binning arguments that the diagrams pass on to the metrics unchanged."""
     return dict(n_bins=n_bins, strategy=strategy, labels=labels, sample_weight=sample_weight)
+
+
+def _band_settings(
+    n_bootstrap: Any, band_confidence: Any, random_state: Any
+) -> dict[str, Any] | None:
+    """The resampling arguments of the bootstrap band, or None when no band is asked for."""
+    if n_bootstrap is None or (
+        isinstance(n_bootstrap, numbers.Integral)
+        and not isinstance(n_bootstrap, bool | np.bool_)
+        and n_bootstrap == 0
+    ):
+        return None
+    if (
+        isinstance(n_bootstrap, bool | np.bool_)
+        or not isinstance(n_bootstrap, numbers.Integral)
+        or n_bootstrap < 2
+    ):
+        raise ValueError(
+            f"n_bootstrap must be None, 0 or an integer >= 2; got {_plain(n_bootstrap)!r}."
+        )
+    if (
+        isinstance(band_confidence, bool | np.bool_)
+        or not isinstance(band_confidence, numbers.Real)
+        or not 0.0 < band_confidence < 1.0
+    ):
+        raise ValueError(
+            "band_confidence must be a number strictly between 0 and 1; "
+            f"got {_plain(band_confidence)!r}."
+        )
+    return dict(
+        n_resamples=int(n_bootstrap),
+        confidence=float(band_confidence),
+        random_state=random_state,
+    )
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with a numpy scalar turned into its Python equivalent, for messages."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _legend_label(name: str | None, ece: float | None) -> str | None:

@@ -1,4 +1,4 @@
-"""scikit-learn scorers for calibration: negated ECE, classwise ECE, MCE, refinement log-loss, LCE.
+"""scikit-learn scorers for calibration (ECE family, debiased CE, refinement log-loss, LCE).
 
 Each is a :class:`CalibrationScorer`: it calls ``estimator.predict_proba`` and returns
 minus the metric, passing the fitted estimator's ``classes_`` as ``labels``, so a
@@ -7,6 +7,14 @@ cross-validation fold that lacks a class is still scored. Use the objects direct
 or build one over another metric or binning with :class:`CalibrationScorer`.
 ``neg_local_calibration_error`` is a :class:`LocalCalibrationScorer`, which also passes
 the scored rows ``X``, standardised, as the feature space of the neighbourhoods.
+
+scikit-learn resolves a ``scoring="..."`` string with its own registry only, so
+``GridSearchCV(model, grid, scoring="neg_expected_calibration_error")`` raises
+``ValueError``. Two ways work: pass the scorer object, or look its name up with
+:func:`get_scorer`::
+
+    GridSearchCV(model, grid, scoring=neg_expected_calibration_error)  # the object
+    GridSearchCV(model, grid, scoring=get_scorer("neg_expected_calibration_error"))  # by name
 
 Examples
 --------
@@ -29,6 +37,7 @@ from ._scorers import (
     get_scorer,
     get_scorer_names,
     neg_classwise_calibration_error,
+    neg_debiased_calibration_error,
     neg_expected_calibration_error,
     neg_local_calibration_error,
     neg_maximum_calibration_error,
@@ -41,6 +50,7 @@ __all__ = [
     "get_scorer",
     "get_scorer_names",
     "neg_classwise_calibration_error",
+    "neg_debiased_calibration_error",
     "neg_expected_calibration_error",
     "neg_local_calibration_error",
     "neg_maximum_calibration_error",

@@ -16,6 +16,7 @@ from sklearn.utils.metadata_routing import UNCHANGED, MetadataRequest
 
 from ..metrics import (
     classwise_calibration_error,
+    debiased_calibration_error,
     expected_calibration_error,
     local_calibration_error,
     maximum_calibration_error,
@@ -28,6 +29,7 @@ __all__ = [
     "get_scorer",
     "get_scorer_names",
     "neg_classwise_calibration_error",
+    "neg_debiased_calibration_error",
     "neg_expected_calibration_error",
     "neg_local_calibration_error",
     "neg_maximum_calibration_error",
@@ -270,6 +272,9 @@ neg_expected_calibration_error = CalibrationScorer(expected_calibration_error)
 neg_classwise_calibration_error = CalibrationScorer(classwise_calibration_error)
 #: Minus the top-label MCE (15 uniform bins) of ``predict_proba``; higher is better.
 neg_maximum_calibration_error = CalibrationScorer(maximum_calibration_error)
+#: Minus :func:`~nescal_sklearn.metrics.debiased_calibration_error` (top-label debiased L2
+#: error, 15 equal-mass bins) of ``predict_proba``; higher is better.
+neg_debiased_calibration_error = CalibrationScorer(debiased_calibration_error)
 #: Minus :func:`~nescal_sklearn.metrics.refinement_log_loss` (log-loss after the best temperature).
 neg_refinement_log_loss = CalibrationScorer(refinement_log_loss)
 #: Minus :func:`~nescal_sklearn.metrics.local_calibration_error` (20 neighbours, 15 bins) in the
@@ -279,6 +284,7 @@ neg_local_calibration_error = LocalCalibrationScorer(local_calibration_error)
 _SCORERS = MappingProxyType(
     {
         "neg_classwise_calibration_error": neg_classwise_calibration_error,
+        "neg_debiased_calibration_error": neg_debiased_calibration_error,
         "neg_expected_calibration_error": neg_expected_calibration_error,
         "neg_local_calibration_error": neg_local_calibration_error,
         "neg_maximum_calibration_error": neg_maximum_calibration_error,
@@ -290,13 +296,18 @@ _SCORERS = MappingProxyType(
 def get_scorer(scoring: str | Callable | None) -> Callable | None:
     """Get a scorer by name: ours first, then :func:`sklearn.metrics.get_scorer`.
 
+    scikit-learn's own ``scoring="..."`` strings only know scikit-learn's names, so
+    ``GridSearchCV(..., scoring="neg_expected_calibration_error")`` raises; pass
+    ``scoring=get_scorer("neg_expected_calibration_error")`` (or the scorer object)
+    instead.
+
     Parameters
     ----------
     scoring : str, callable or None
         ``"neg_expected_calibration_error"``, ``"neg_classwise_calibration_error"``,
-        ``"neg_maximum_calibration_error"``, ``"neg_refinement_log_loss"``,
-        ``"neg_local_calibration_error"`` or any name scikit-learn knows. A
-        callable or None is returned unchanged.
+        ``"neg_maximum_calibration_error"``, ``"neg_debiased_calibration_error"``,
+        ``"neg_refinement_log_loss"``, ``"neg_local_calibration_error"`` or any name
+        scikit-learn knows. A callable or None is returned unchanged.
 
     Returns
     -------
