@@ -1,4 +1,6 @@
-"""Quickstart: NeSCal vs cross-entropy on a local tabular dataset.
+"""
+Quickstart: NeSCal vs cross-entropy on a local tabular dataset
+==============================================================
 
 Fits the same MLP with NeSCal and with plain cross-entropy (early stopping on a
 validation split), plus two scikit-learn anchors, temperature-scales each on the

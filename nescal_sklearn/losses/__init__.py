@@ -1,8 +1,8 @@
 """Training objectives: cross-entropy, NeSCal and the calibration baselines.
 
-Each objective exists as a loss object (callable as ``loss(logits, target)`` in any
-PyTorch loop, selectable by object or registered name in
-``NeSCalClassifier(loss=...)``) and, for the baselines, as a functional form taking
+Each objective exists as a loss object (callable as
+``loss(logits, target, sample_weight=None)`` in any PyTorch loop, selectable by object
+or registered name in ``NeSCalClassifier(loss=...)``) and, for the baselines, as a functional form taking
 ``(logits, target, ...)`` and returning the batch-mean scalar.
 """
 

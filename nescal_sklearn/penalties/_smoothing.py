@@ -18,6 +18,7 @@ from ._divergence import (
 )
 from ._soft_target import soft_target_kernel, soft_target_penalty
 
+#: Accepted values of ``divergence``: the Jensen–Shannon penalty or the KL soft target.
 DIVERGENCES = ("js", "soft_target")
 
 #: Accepted values of ``adaptive``: per-row strength of the penalty.
