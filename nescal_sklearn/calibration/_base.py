@@ -12,6 +12,11 @@ fitted on:
 
 A calibration map turns the estimator's logits (``n_samples, n_classes``) into calibrated
 probabilities; maps whose output is itself a logit vector derive from :class:`_LogitMap`.
+
+``sample_weight`` reaches both: the map of every calibrator fits on the weights of its
+calibration rows, and the wrapped estimator's ``fit`` gets those of its training rows,
+when it accepts them (routing disabled, the default) or as it requested them with
+``set_fit_request`` (scikit-learn's metadata routing enabled; :meth:`get_metadata_routing`).
 """
 
 from __future__ import annotations
@@ -29,8 +34,15 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import check_cv
 from sklearn.utils import _safe_indexing, check_random_state, get_tags, indexable
 from sklearn.utils._param_validation import HasMethods, Interval
+from sklearn.utils.metadata_routing import (
+    MetadataRouter,
+    MethodMapping,
+    _routing_enabled,
+    process_routing,
+)
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
+    _check_method_params,
     _num_features,
     check_array,
     check_consistent_length,
@@ -213,7 +225,17 @@ class PostHocCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     matrix scaling, isotonic, histogram binning) learn from it that every row is of that
     class, so ``fit`` warns (``UserWarning``); temperature-type maps share one
     temperature across classes and warn only when the temperature they fit is
-    degenerate (see :class:`CalibratedTemperature`).
+    degenerate (see :class:`CalibratedTemperature`). Rows of zero ``sample_weight`` do
+    not count as calibration rows, here as in every map.
+
+    ``fit(X, y, sample_weight)`` weighs the calibration map (every calibrator) and the
+    estimator's ``fit``. With scikit-learn's metadata routing enabled
+    (``sklearn.set_config(enable_metadata_routing=True)``) the estimator gets the
+    weights only as it requested them (``estimator.set_fit_request(sample_weight=True)``,
+    or ``False`` to fit it unweighted), and a calibrator inside a ``Pipeline`` or
+    ``GridSearchCV`` gets them when it requested them in turn
+    (``calibrator.set_fit_request(sample_weight=True)``); see
+    :meth:`get_metadata_routing`.
     """
 
     #: Whether a calibration part of a single class makes the map predict that class
@@ -251,7 +273,7 @@ class PostHocCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         return LogisticRegression() if self.estimator is None else self.estimator
 
     @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X, y, sample_weight=None, **fit_params):
         """Fit the estimator (unless frozen) and the calibration map.
 
         Parameters
@@ -261,13 +283,31 @@ class PostHocCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         y : array-like of shape (n_samples,)
             Target labels.
         sample_weight : array-like of shape (n_samples,), default=None
-            Sample weights, used by the calibration map and, when its ``fit`` accepts
-            them, by the estimator.
+            Non-negative sample weights; ``None`` weighs every sample equally. The
+            calibration map always uses them (those of its calibration rows), as
+            repetitions: integer weights fit the map of the data with each row repeated
+            that many times, zero weights that of the data without those rows. The
+            estimator gets those of its training rows (not with a frozen estimator):
+            with metadata routing disabled (scikit-learn's default) whenever its ``fit``
+            accepts ``sample_weight`` (otherwise ``fit`` warns), with routing enabled
+            (``sklearn.set_config(enable_metadata_routing=True)``) as it requested with
+            ``estimator.set_fit_request(sample_weight=...)``.
+        **fit_params : dict
+            Further parameters of the estimator's ``fit``, split along with the rows;
+            with routing enabled, any metadata the estimator's ``fit`` or the ``cv``
+            splitter's ``split`` requested. Unused with a frozen estimator.
 
         Returns
         -------
         self : object
             The fitted calibrator.
+
+        Raises
+        ------
+        sklearn.exceptions.UnsetMetadataPassedError
+            With routing enabled, when ``sample_weight`` is passed and the estimator's
+            ``fit`` accepts it, but the estimator was not told whether to receive it
+            (``set_fit_request``).
         """
         X, y = validate_data(self, X, y, skip_check_array=True)
         check_classification_targets(y)
@@ -282,10 +322,20 @@ class PostHocCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         sample_weight = _validated_sample_weight(sample_weight, y.shape[0])
 
         estimator = self._get_estimator()
-        if isinstance(estimator, FrozenEstimator):
+        frozen = isinstance(estimator, FrozenEstimator)
+        if _routing_enabled():
+            routed = process_routing(self, "fit", sample_weight=sample_weight, **fit_params)
+            estimator_params, split_params = routed.estimator.fit, routed.splitter.split
+        else:
+            estimator_params, split_params = {}, {}
+            if not frozen:
+                estimator_params = self._unrouted_fit_params(estimator, sample_weight, fit_params)
+        if frozen:
             pairs = self._fit_frozen(estimator, X, y, sample_weight)
         else:
-            pairs = self._fit_refitted(estimator, X, y, sample_weight)
+            pairs = self._fit_refitted(
+                estimator, X, y, sample_weight, estimator_params, split_params
+            )
         self.calibrated_classifiers_ = pairs
         self.response_method_ = pairs[0].response_method
         self._summarize()
@@ -309,7 +359,69 @@ class PostHocCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         y_encoded = _encode_labels(y, self.classes_)
         return [self._calibrate(estimator, X, y_encoded, sample_weight, None)]
 
-    def _fit_refitted(self, estimator, X, y, sample_weight) -> list[_CalibratedClassifier]:
+    @staticmethod
+    def _unrouted_fit_params(estimator, sample_weight, fit_params) -> dict:
+        """The estimator's ``fit`` parameters without metadata routing: ``fit_params``, and
+        ``sample_weight`` when its ``fit`` accepts it (a warning says when it does not)."""
+        params = dict(fit_params)
+        if sample_weight is None:
+            return params
+        if has_fit_parameter(estimator, "sample_weight"):
+            params["sample_weight"] = sample_weight
+        else:
+            warnings.warn(
+                f"{type(estimator).__name__}.fit does not accept sample_weight; the weights "
+                "are used for the calibration only.",
+                UserWarning,
+                stacklevel=4,
+            )
+        return params
+
+    def get_metadata_routing(self) -> MetadataRouter:
+        """Metadata routing of this calibrator (used when routing is enabled).
+
+        The calibrator consumes ``sample_weight`` itself (for the calibration map) and
+        routes the metadata passed to its ``fit`` on to the estimator's ``fit``, as the
+        estimator requested with ``set_fit_request``, and to the ``cv`` splitter's
+        ``split``. See scikit-learn's metadata routing user guide.
+
+        Returns
+        -------
+        routing : sklearn.utils.metadata_routing.MetadataRouter
+            The routing information.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import sklearn
+        >>> from sklearn.datasets import load_iris
+        >>> from sklearn.linear_model import LogisticRegression
+        >>> from nescal_sklearn.calibration import CalibratedTemperature
+        >>> X, y = load_iris(return_X_y=True)
+        >>> weights = np.where(y == 0, 2.0, 1.0)
+        >>> with sklearn.config_context(enable_metadata_routing=True):
+        ...     model = LogisticRegression(max_iter=1000).set_fit_request(sample_weight=True)
+        ...     calibrated = CalibratedTemperature(model, random_state=0)
+        ...     calibrated = calibrated.fit(X, y, sample_weight=weights)
+        >>> calibrated.predict_proba(X[:1]).shape
+        (1, 3)
+        """
+        return (
+            MetadataRouter(owner=self)
+            .add_self_request(self)
+            .add(
+                estimator=self._get_estimator(),
+                method_mapping=MethodMapping().add(caller="fit", callee="fit"),
+            )
+            .add(
+                splitter=self.cv,
+                method_mapping=MethodMapping().add(caller="fit", callee="split"),
+            )
+        )
+
+    def _fit_refitted(
+        self, estimator, X, y, sample_weight, estimator_params, split_params
+    ) -> list[_CalibratedClassifier]:
         self.classes_, y_encoded = np.unique(y, return_inverse=True)
         if self.classes_.size < 2:
             raise ValueError(
@@ -319,22 +431,13 @@ class PostHocCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         if self.cv is None:
             splits = [self._held_out_split(y_encoded)]
         else:
-            splits = list(check_cv(self.cv, y_encoded, classifier=True).split(X, y_encoded))
+            cv = check_cv(self.cv, y_encoded, classifier=True)
+            splits = list(cv.split(X, y_encoded, **split_params))
 
-        supports_weight = has_fit_parameter(estimator, "sample_weight")
-        if sample_weight is not None and not supports_weight:
-            warnings.warn(
-                f"{type(estimator).__name__}.fit does not accept sample_weight; the weights "
-                "are used for the calibration only.",
-                UserWarning,
-                stacklevel=3,
-            )
         pairs: list[_CalibratedClassifier] = []
         response_method = None
         for split, (train, test) in enumerate(splits):
-            fit_params = {}
-            if sample_weight is not None and supports_weight:
-                fit_params["sample_weight"] = sample_weight[train]
+            fit_params = _check_method_params(X, params=estimator_params, indices=train)
             fitted = clone(estimator).fit(_safe_indexing(X, train), y[train], **fit_params)
             self._check_fitted_classes(fitted, split)
             pair = self._calibrate(
@@ -385,13 +488,15 @@ class PostHocCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
                 "sample_weight sums to zero on the calibration part; at least one "
                 "calibration sample needs a positive weight."
             )
-        present = np.unique(y_encoded)
+        # Rows of zero weight count as absent: the map does not see them.
+        weighted = y_encoded if sample_weight is None else y_encoded[sample_weight > 0]
+        present = np.unique(weighted)
         if self._collapses_on_one_class and present.size == 1:
             label = _plain(self.classes_[present[0]])
             rows = (
                 "the only calibration row has"
-                if y_encoded.size == 1
-                else f"all {y_encoded.size} calibration rows have"
+                if weighted.size == 1
+                else f"all {weighted.size} calibration rows have"
             )
             warnings.warn(
                 f"{type(self).__name__}: {rows} the class {label!r}, one of the "

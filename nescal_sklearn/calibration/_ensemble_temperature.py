@@ -6,6 +6,7 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import softmax
 
+from ..metrics.logits import normalised_weights
 from ._base import ArgmaxPreservingMixin, PostHocCalibrator, _CalibrationMap
 from ._temperature import fit_temperature
 
@@ -29,8 +30,8 @@ class _EnsembleTemperatureMap(_CalibrationMap):
         self.temperature_ = fit_temperature(logits, y, sample_weight)
         # Probability each component gives the true class: shape (n_samples, 3).
         true_proba = self._components(logits)[:, np.arange(y.size), y].T
-        weights = np.full(y.size, 1.0 / y.size) if sample_weight is None else sample_weight
-        weights = weights / weights.sum()
+        # Uniform 1/n without weights, w / sum(w) with: all-ones weights give the same.
+        weights = normalised_weights(y.size, sample_weight)
         tiny = np.finfo(np.float64).tiny
 
         def nll(w):
@@ -68,6 +69,9 @@ class CalibratedEnsembleTemperature(ArgmaxPreservingMixin, PostHocCalibrator):
     and every component ranks the classes as ``z`` does: the predicted class is the
     estimator's. Logits ``z`` and the modes (held-out split, ``cv`` cross-fitting,
     :class:`sklearn.frozen.FrozenEstimator`) are those of :class:`CalibratedTemperature`.
+    With ``sample_weight`` (see :meth:`fit`) both ``T`` and ``w`` minimise the weighted
+    mean NLL: integer weights act as repeated rows, zero weights as removed ones, and
+    only the ratios of the weights matter.
 
     Parameters
     ----------
@@ -103,7 +107,7 @@ class CalibratedEnsembleTemperature(ArgmaxPreservingMixin, PostHocCalibrator):
         The estimator response the logits were taken from.
     n_features_in_ : int
         Number of features seen during ``fit``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Names of the features seen during ``fit``, when ``X`` had string column names.
 
     See Also

@@ -72,7 +72,10 @@ class CalibratedHistogramBinning(PostHocCalibrator):
     bins where the class is never or always observed (infinite NLL on new samples of the
     other kind), and may change the predicted class. Modes (held-out split, ``cv``
     cross-fitting, :class:`sklearn.frozen.FrozenEstimator`) as in
-    :class:`CalibratedTemperature`.
+    :class:`CalibratedTemperature`. With ``sample_weight`` (see :meth:`fit`) the bins
+    hold equal shares of the weight, each predicts the weighted frequency of its class,
+    and rows of zero weight are left out: integer weights act as repeated rows, and
+    only the ratios of the weights matter.
 
     Parameters
     ----------
@@ -104,7 +107,7 @@ class CalibratedHistogramBinning(PostHocCalibrator):
         The estimator response the logits were taken from.
     n_features_in_ : int
         Number of features seen during ``fit``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Names of the features seen during ``fit``, when ``X`` had string column names.
 
     See Also

@@ -31,7 +31,9 @@ class CalibratedIsotonic(PostHocCalibrator):
     Isotonic regression minimises squared error, not NLL, and can output probabilities of
     exactly 0 for new samples (infinite NLL); it may also change the predicted class.
     Modes (held-out split, ``cv`` cross-fitting, :class:`sklearn.frozen.FrozenEstimator`)
-    as in :class:`CalibratedTemperature`.
+    as in :class:`CalibratedTemperature`. With ``sample_weight`` (see :meth:`fit`) each
+    regression is weighted and rows of zero weight are left out: integer weights act as
+    repeated rows, and only the ratios of the weights matter.
 
     Parameters
     ----------
@@ -61,7 +63,7 @@ class CalibratedIsotonic(PostHocCalibrator):
         The estimator response the logits were taken from.
     n_features_in_ : int
         Number of features seen during ``fit``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Names of the features seen during ``fit``, when ``X`` had string column names.
 
     See Also

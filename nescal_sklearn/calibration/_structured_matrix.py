@@ -186,7 +186,7 @@ class CalibratedStructuredMatrixScaling(LogitOutputMixin, PostHocCalibrator):
         The estimator response the logits were taken from.
     n_features_in_ : int
         Number of features seen during ``fit``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Names of the features seen during ``fit``, when ``X`` had string column names.
 
     See Also
@@ -208,8 +208,9 @@ class CalibratedStructuredMatrixScaling(LogitOutputMixin, PostHocCalibrator):
     ``lambda_o = lambda_off_diagonal * (k (k - 1))**rho / n**tau``. With
     ``sample_weight`` the mean NLL is weighted (weights normalised to sum to one) and
     ``n`` in the penalty strengths and in ``w = 1 / (n + 1)`` is the sum of the weights,
-    so integer weights act as repeated rows. Prediction applies the same transform, with ``T``, ``w``, ``D`` and
-    ``b`` fixed, to new logits.
+    so integer weights act as repeated rows, zero weights as removed ones, and the scale
+    of the weights matters (see :meth:`fit`). Prediction applies the same transform, with
+    ``T``, ``w``, ``D`` and ``b`` fixed, to new logits.
 
     The defaults (all ``lambda_*`` 1, ``rho = tau = 1``) are those of the authors'
     reference implementation (``SMSCalibrator`` of the ``probmetrics`` package with its

@@ -15,6 +15,7 @@ from ._base import ArgmaxPreservingMixin, LogitOutputMixin, PostHocCalibrator, _
 
 __all__ = [
     "CalibratedTemperature",
+    "bootstrap_resample",
     "fit_temperature",
     "mix_with_uniform",
     "shrunk_log_temperature",
@@ -26,6 +27,15 @@ N_BOOTSTRAP = 100
 
 #: A fitted log(T) this close to the upper bound counts as "at the bound" (T above 2.2e4).
 BOUND_TOLERANCE = 1e-3
+
+#: Integer sample weights up to this total are bootstrapped draw by draw, exactly as the
+#: repeated rows would be; larger totals and other weights draw multinomial counts.
+MAX_EXPLICIT_DRAWS = 10**6
+
+
+def _weighted_rows(y: np.ndarray, sample_weight: np.ndarray | None) -> np.ndarray:
+    """Mask (or full slice) of the rows that count: those of positive weight."""
+    return np.ones(y.shape, dtype=bool) if sample_weight is None else sample_weight > 0
 
 
 def _upper_bound_reason(y: np.ndarray) -> str:
@@ -52,7 +62,8 @@ def fit_temperature(
     y : ndarray of shape (n_samples,)
         Label-encoded targets, integers in ``[0, n_classes)``.
     sample_weight : ndarray of shape (n_samples,), default=None
-        Sample weights.
+        Non-negative sample weights of the weighted NLL; rows of zero weight count as
+        absent (also for the warnings below).
 
     Returns
     -------
@@ -74,7 +85,8 @@ def fit_temperature(
         single-class calibration set or an estimator no better than uniform on it.
     """
 
-    if len(y) and np.all(np.argmax(logits, axis=1) == y):
+    rows = _weighted_rows(y, sample_weight)
+    if np.any(rows) and np.all(np.argmax(logits[rows], axis=1) == y[rows]):
         warnings.warn(
             "Every calibration row is already classified correctly, so the NLL keeps "
             "falling as the temperature goes to 0 and the fitted temperature is "
@@ -99,7 +111,7 @@ def fit_temperature(
             "The fitted temperature is degenerate (at the upper bound of the search, "
             f"T = {result.temperature:.3g}): the NLL keeps falling as the temperature grows, "
             "so the temperature-scaled predictions are almost uniform "
-            f"(1/{n_classes} for every class). {_upper_bound_reason(y)}. Calibrate on more "
+            f"(1/{n_classes} for every class). {_upper_bound_reason(y[rows])}. Calibrate on more "
             "rows with every class represented (validation_fraction, cv, or more "
             "calibration data for a FrozenEstimator), or check that the estimator suits "
             "the calibration data.",
@@ -132,6 +144,44 @@ def mix_with_uniform(logits: np.ndarray, weight: float) -> np.ndarray:
     return np.logaddexp(np.log1p(-weight) + log_softmax(logits, axis=1), np.log(weight / n_classes))
 
 
+def bootstrap_resample(
+    logits: np.ndarray,
+    y: np.ndarray,
+    sample_weight: np.ndarray | None,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """One bootstrap resample of the calibration rows: ``(logits, y, counts)``.
+
+    Weights count as repetitions: the resample draws as many rows as the weights sum
+    to (rounded, at least 1), each row with probability proportional to its weight, as
+    a resample of the data with every row repeated ``weight`` times would.
+
+    * No weights: ``n`` rows drawn uniformly (``rng.integers(0, n, size=n)``); ``counts``
+      is None.
+    * Integer weights summing to at most :data:`MAX_EXPLICIT_DRAWS`: the draws are
+      those of the unweighted resample of the repeated rows (``rng.integers(0, N,
+      size=N)`` for ``N`` the sum of the weights), mapped back to the rows they repeat,
+      so the resample is, draw for draw, the one the repeated rows give. All-ones
+      weights give the unweighted resample, zero weights the resample without those
+      rows. ``counts`` is None.
+    * Other weights: multinomial counts of the distinct rows (``counts``), with the
+      same distribution.
+    """
+    n = len(y)
+    if sample_weight is None:
+        rows = rng.integers(0, n, size=n)
+        return logits[rows], y[rows], None
+    total = float(np.sum(sample_weight))
+    size = max(1, round(total))
+    if size <= MAX_EXPLICIT_DRAWS and np.array_equal(sample_weight, np.round(sample_weight)):
+        draws = rng.integers(0, size, size=size)
+        rows = np.searchsorted(np.cumsum(sample_weight), draws, side="right")
+        return logits[rows], y[rows], None
+    counts = rng.multinomial(size, sample_weight / total)
+    drawn = counts > 0
+    return logits[drawn], y[drawn], counts[drawn].astype(np.float64)
+
+
 def shrunk_log_temperature(
     logits: np.ndarray,
     y: np.ndarray,
@@ -142,21 +192,21 @@ def shrunk_log_temperature(
 ) -> tuple[float, float]:
     """``log T`` soft-thresholded by its bootstrap standard error; returns it and the error.
 
-    The calibration rows are resampled with replacement ``n_bootstrap`` times (with
-    ``sample_weight``, each draw picks a row with probability proportional to its
-    weight), ``log T`` is refitted on each resample, and the fitted ``log T`` moves
-    towards 0 (``T = 1``, the uncalibrated model) by that standard deviation ``s``:
-    ``sign(log T) * max(0, |log T| - s)``. Only the part of the temperature that the
-    calibration data support beyond one standard error is applied; a temperature
-    within one standard error of 1 is dropped altogether. A few errors that decide
-    the temperature show as resamples with and without them, hence a large ``s``.
+    The calibration rows are resampled with replacement ``n_bootstrap`` times (see
+    :func:`bootstrap_resample`: with ``sample_weight``, as many draws as the weights sum
+    to, each picking a row with probability proportional to its weight, as for the
+    data with every row repeated ``weight`` times), ``log T`` is refitted on each
+    resample, and the fitted ``log T`` moves towards 0 (``T = 1``, the uncalibrated
+    model) by that standard deviation ``s``: ``sign(log T) * max(0, |log T| - s)``.
+    Only the part of the temperature that the calibration data support beyond one
+    standard error is applied; a temperature within one standard error of 1 is
+    dropped altogether. A few errors that decide the temperature show as resamples
+    with and without them, hence a large ``s``.
     """
-    n = len(y)
-    p = None if sample_weight is None else sample_weight / sample_weight.sum()
     draws = np.empty(n_bootstrap)
     for b in range(n_bootstrap):
-        rows = rng.choice(n, size=n, replace=True, p=p)
-        draws[b] = optimal_log_temperature(logits[rows], y[rows]).log_temperature
+        resample = bootstrap_resample(logits, y, sample_weight, rng)
+        draws[b] = optimal_log_temperature(*resample).log_temperature
     spread = float(np.std(draws, ddof=1))
     return float(np.sign(log_temperature) * max(0.0, abs(log_temperature) - spread)), spread
 
@@ -164,7 +214,7 @@ def shrunk_log_temperature(
 def _degenerate(logits, y, sample_weight, log_temperature: float) -> bool:
     """No finite NLL optimum: every (weighted) row already correct, so the NLL keeps
     falling as ``T`` goes to 0, or the fit at the upper bound of the search."""
-    rows = slice(None) if sample_weight is None else sample_weight > 0
+    rows = _weighted_rows(y, sample_weight)
     all_correct = bool(np.all(np.argmax(logits[rows], axis=1) == y[rows]))
     return all_correct or log_temperature >= LOG_TEMPERATURE_BOUNDS[1] - BOUND_TOLERANCE
 
@@ -254,8 +304,9 @@ class CalibratedTemperature(ArgmaxPreservingMixin, LogitOutputMixin, PostHocCali
           is applied, so a noisy temperature is damped. A degenerate fit without a
           finite optimum (every calibration row already correct, so the NLL keeps
           falling as ``T`` goes to 0; or the fit at the upper bound of the search)
-          has nothing to shrink and gives ``T = 1``. The bootstrap is seeded by ``random_state`` (0 when it is None), so
-          the fit is a deterministic function of its data.
+          has nothing to shrink and gives ``T = 1``. The bootstrap is seeded by
+          ``random_state`` (0 when it is None), so the fit is a deterministic
+          function of its data.
         * ``"mixture"``: plain temperature scaling whose output is mixed with the
           uniform distribution at weight ``w = 1 / (n + 1)`` for ``n`` calibration
           rows (the sum of ``sample_weight`` when given),
@@ -289,7 +340,7 @@ class CalibratedTemperature(ArgmaxPreservingMixin, LogitOutputMixin, PostHocCali
         The estimator response the logits were taken from.
     n_features_in_ : int
         Number of features seen during ``fit``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Names of the features seen during ``fit``, when ``X`` had string column names.
 
     See Also
@@ -299,6 +350,16 @@ class CalibratedTemperature(ArgmaxPreservingMixin, LogitOutputMixin, PostHocCali
 
     Notes
     -----
+    ``sample_weight`` (see :meth:`fit`) counts as repetitions of the calibration rows:
+    ``T`` minimises the weighted mean NLL, ``guard="mixture"`` takes the sum of the
+    weights for ``n``, and each bootstrap resample of ``guard="shrinkage"`` draws as many
+    rows as the weights sum to (rounded), each with probability proportional to its
+    weight; for integer weights these are, draw for draw, the resamples of the repeated
+    rows. So with any guard, integer weights fit the temperature of the repeated rows,
+    zero weights that of the data without those rows, and all-ones weights the
+    unweighted one. Their scale matters to the guards (weights summing to 10 count as
+    10 rows); for the unguarded temperature only their ratios do.
+
     The default guard was chosen on the search seeds of the dev suite (513 fits of CE,
     label smoothing, NeSCal and gradient boosting on 19 datasets,
     ``nescal-bench calibrators results/nescal_refine_search`` after running

@@ -82,7 +82,9 @@ class CalibratedVectorScaling(LogitOutputMixin, PostHocCalibrator):
     identity, so the NLL on the calibration data never rises. Unlike temperature scaling,
     vector scaling can change the predicted class. ``z`` and the modes (held-out split,
     ``cv`` cross-fitting, :class:`sklearn.frozen.FrozenEstimator`) are those of
-    :class:`CalibratedTemperature`.
+    :class:`CalibratedTemperature`. With ``sample_weight`` (see :meth:`fit`) the NLL is
+    the weighted mean over the calibration rows: integer weights act as repeated rows,
+    zero weights as removed ones, and only the ratios of the weights matter.
 
     Parameters
     ----------
@@ -111,7 +113,7 @@ class CalibratedVectorScaling(LogitOutputMixin, PostHocCalibrator):
         The estimator response the logits were taken from.
     n_features_in_ : int
         Number of features seen during ``fit``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Names of the features seen during ``fit``, when ``X`` had string column names.
 
     See Also
@@ -150,6 +152,10 @@ class CalibratedMatrixScaling(LogitOutputMixin, PostHocCalibrator):
     the identity (``W = I``, ``b = 0``), where the penalty vanishes and the model is left
     unchanged, and never returns a worse point, so the NLL on the calibration data never
     rises. The predicted class may change. Modes as in :class:`CalibratedTemperature`.
+    With ``sample_weight`` (see :meth:`fit`) the NLL is the weighted mean over the
+    calibration rows (the penalty does not depend on their number): integer weights act
+    as repeated rows, zero weights as removed ones, and only the ratios of the weights
+    matter.
 
     Parameters
     ----------
@@ -183,7 +189,7 @@ class CalibratedMatrixScaling(LogitOutputMixin, PostHocCalibrator):
         The estimator response the logits were taken from.
     n_features_in_ : int
         Number of features seen during ``fit``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Names of the features seen during ``fit``, when ``X`` had string column names.
 
     See Also

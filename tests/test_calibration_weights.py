@@ -1,0 +1,648 @@
+"""Sample weights through every post-hoc calibrator, with and without metadata routing.
+
+Weights count as repetitions: integer weights must fit the map of the repeated rows, zero
+weights that of the data without those rows, all-ones weights the unweighted map. They
+reach the wrapped estimator's ``fit`` (routing disabled: when it accepts them; enabled:
+as it requested), and through ``Pipeline`` and ``GridSearchCV`` when routing is enabled.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+import sklearn
+from _calibration_helpers import (
+    ProbaOnlyClassifier,
+    ScaledLogitClassifier,
+    fitted_and_calibration_split,
+    make_data,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+from scipy.special import expit
+from sklearn.calibration import CalibratedClassifierCV
+from sklearn.exceptions import UnsetMetadataPassedError
+from sklearn.frozen import FrozenEstimator
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GridSearchCV, GroupKFold, StratifiedKFold
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from nescal_sklearn.calibration import (
+    CalibratedEnsembleTemperature,
+    CalibratedHistogramBinning,
+    CalibratedIsotonic,
+    CalibratedMatrixScaling,
+    CalibratedStructuredMatrixScaling,
+    CalibratedTemperature,
+    CalibratedVectorScaling,
+)
+from nescal_sklearn.calibration import _temperature as temperature_module
+from nescal_sklearn.calibration._temperature import bootstrap_resample
+
+CALIBRATORS = [
+    CalibratedTemperature,
+    CalibratedVectorScaling,
+    CalibratedMatrixScaling,
+    CalibratedStructuredMatrixScaling,
+    CalibratedIsotonic,
+    CalibratedHistogramBinning,
+    CalibratedEnsembleTemperature,
+]
+#: Every calibrator with its defaults, and temperature scaling with each guard.
+CASES = [(cls, {}) for cls in CALIBRATORS] + [
+    (CalibratedTemperature, {"guard": None}),
+    (CalibratedTemperature, {"guard": "mixture"}),
+]
+CASE_IDS = [cls.__name__ + "".join(f"-{k}={v}" for k, v in kw.items()) for cls, kw in CASES]
+CALIBRATOR_IDS = [cls.__name__ for cls in CALIBRATORS]
+
+
+class RecordingClassifier(LogisticRegression):
+    """Logistic regression that keeps the rows, weights and ``tag`` its ``fit`` received."""
+
+    def fit(self, X, y, sample_weight=None, tag=None):
+        self.seen_X_ = np.asarray(X)
+        self.seen_sample_weight_ = sample_weight
+        self.seen_tag_ = tag
+        return super().fit(X, y, sample_weight=sample_weight)
+
+
+def _map_parameters(calibrated) -> np.ndarray:
+    """Every fitted parameter of the (single) calibration map, flattened."""
+    (pair,) = calibrated.calibrated_classifiers_
+    cal = pair.calibrator
+    names = [
+        "temperature_",
+        "fitted_temperature_",
+        "mixture_weight_",
+        "standard_error_",
+        "scale_",
+        "bias_",
+        "coef_",
+        "intercept_",
+        "weights_",
+    ]
+    values = [
+        np.ravel(getattr(cal, name)) for name in names if getattr(cal, name, None) is not None
+    ]
+    for regressor in getattr(cal, "regressors_", []):
+        for name in ("X_thresholds_", "y_thresholds_", "bin_edges_", "bin_values_"):
+            if hasattr(regressor, name):
+                values.append(np.ravel(getattr(regressor, name)))
+    assert values, f"no map parameters found on {type(cal).__name__}"
+    return np.concatenate(values)
+
+
+def _unguarded(cls) -> dict:
+    """Keyword arguments that skip the shrinkage guard's 100 bootstrap refits, where the test
+    is about the wrapped estimator or routing (the guard's weights are tested above)."""
+    return {"guard": None} if cls is CalibratedTemperature else {}
+
+
+def _row_indices(X_all: np.ndarray, X_part: np.ndarray) -> np.ndarray:
+    """Indices in ``X_all`` of the rows of ``X_part`` (rows of ``X_all`` are distinct)."""
+    lookup = {row.tobytes(): i for i, row in enumerate(np.asarray(X_all))}
+    return np.array([lookup[row.tobytes()] for row in np.asarray(X_part)])
+
+
+def _frozen_case():
+    """A miscalibrated (over-confident) frozen model, its calibration rows and new rows."""
+    model, X_cal, y_cal = fitted_and_calibration_split(ScaledLogitClassifier(scale=2.0))
+    X_new, _ = make_data(random_state=3)
+    return model, X_cal, y_cal, X_new
+
+
+def _tolerances(cls) -> dict:
+    # Matrix scaling is ill-conditioned (nearly collinear log-probabilities): L-BFGS stops
+    # within ~1e-7 of its optimum at a point that depends on the order of the sums.
+    if cls is CalibratedMatrixScaling:
+        return {"rtol": 1e-5, "atol": 1e-6}
+    return {"rtol": 1e-6, "atol": 1e-8}
+
+
+# -- the calibration map: ones, integers, zeros -------------------------------------------
+
+
+@pytest.mark.parametrize(("cls", "kwargs"), CASES, ids=CASE_IDS)
+def test_all_ones_weights_give_exactly_the_unweighted_fit(cls, kwargs):
+    model, X_cal, y_cal, X_new = _frozen_case()
+    plain = cls(FrozenEstimator(model), **kwargs).fit(X_cal, y_cal)
+    ones = cls(FrozenEstimator(model), **kwargs).fit(X_cal, y_cal, sample_weight=np.ones(150))
+    np.testing.assert_array_equal(_map_parameters(ones), _map_parameters(plain))
+    np.testing.assert_array_equal(ones.predict_proba(X_new), plain.predict_proba(X_new))
+
+
+@pytest.mark.parametrize("cls", CALIBRATORS, ids=CALIBRATOR_IDS)
+@pytest.mark.parametrize("cv", [None, 3])
+def test_all_ones_weights_give_exactly_the_unweighted_fit_when_refitting(cls, cv):
+    X, y = make_data()
+    plain = cls(LogisticRegression(), cv=cv, random_state=0).fit(X, y)
+    ones = cls(LogisticRegression(), cv=cv, random_state=0)
+    ones.fit(X, y, sample_weight=np.ones(300))
+    np.testing.assert_array_equal(ones.predict_proba(X), plain.predict_proba(X))
+
+
+@pytest.mark.parametrize(("cls", "kwargs"), CASES, ids=CASE_IDS)
+def test_integer_weights_fit_the_map_of_the_repeated_rows(cls, kwargs):
+    model, X_cal, y_cal, X_new = _frozen_case()
+    weights = np.arange(y_cal.size) % 4  # 0 to 3, zeros included
+    weighted = cls(FrozenEstimator(model), **kwargs).fit(X_cal, y_cal, sample_weight=weights)
+    repeated = cls(FrozenEstimator(model), **kwargs).fit(
+        np.repeat(X_cal, weights, axis=0), np.repeat(y_cal, weights)
+    )
+    tol = _tolerances(cls)
+    np.testing.assert_allclose(_map_parameters(weighted), _map_parameters(repeated), **tol)
+    np.testing.assert_allclose(weighted.predict_proba(X_new), repeated.predict_proba(X_new), **tol)
+    # The weights matter: the unweighted map is another one.
+    plain = cls(FrozenEstimator(model), **kwargs).fit(X_cal, y_cal)
+    assert not np.allclose(plain.predict_proba(X_new), weighted.predict_proba(X_new), **tol)
+
+
+@pytest.mark.parametrize(("cls", "kwargs"), CASES, ids=CASE_IDS)
+def test_zero_weights_equal_removing_the_rows(cls, kwargs):
+    model, X_cal, y_cal, X_new = _frozen_case()
+    keep = np.arange(y_cal.size) % 3 != 0
+    weighted = cls(FrozenEstimator(model), **kwargs).fit(
+        X_cal, y_cal, sample_weight=keep.astype(float)
+    )
+    removed = cls(FrozenEstimator(model), **kwargs).fit(X_cal[keep], y_cal[keep])
+    tol = _tolerances(cls)
+    np.testing.assert_allclose(_map_parameters(weighted), _map_parameters(removed), **tol)
+    np.testing.assert_allclose(weighted.predict_proba(X_new), removed.predict_proba(X_new), **tol)
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    weights=arrays(np.int64, 60, elements=st.integers(0, 3)).filter(
+        lambda w: np.unique(np.arange(60)[w > 0] % 3).size == 3
+    )
+)
+def test_repetition_property_on_random_integer_weights(weights):
+    # Rows i have class i % 3, so the filter keeps every class among the weighted rows.
+    model, X_cal, y_cal, X_new = _repetition_property_data()
+    for cls, kwargs in [(CalibratedHistogramBinning, {"n_bins": 5}), (CalibratedIsotonic, {})]:
+        weighted = cls(FrozenEstimator(model), **kwargs).fit(X_cal, y_cal, sample_weight=weights)
+        repeated = cls(FrozenEstimator(model), **kwargs).fit(
+            np.repeat(X_cal, weights, axis=0), np.repeat(y_cal, weights)
+        )
+        np.testing.assert_allclose(
+            weighted.predict_proba(X_new), repeated.predict_proba(X_new), rtol=1e-12, atol=1e-12
+        )
+
+
+@cache
+def _repetition_property_data():
+    """A frozen model and 60 calibration rows whose row ``i`` has the class ``i % 3``."""
+    model, X_cal, _, X_new = _frozen_case()
+    return model, X_cal[:60], np.arange(60) % 3, X_new
+
+
+# -- independent references for the weighted maps ------------------------------------------
+
+
+@pytest.mark.filterwarnings("ignore:Since FrozenEstimator does not appear:UserWarning")
+def test_weighted_temperature_agrees_with_scikit_learn():
+    lr, X_cal, y_cal = fitted_and_calibration_split()
+    weights = np.random.default_rng(0).uniform(0.1, 3.0, y_cal.size)
+    ours = CalibratedTemperature(FrozenEstimator(lr), guard=None)
+    ours.fit(X_cal, y_cal, sample_weight=weights)
+    reference = CalibratedClassifierCV(FrozenEstimator(lr), method="temperature")
+    reference.fit(X_cal, y_cal, sample_weight=weights)
+    X_new, _ = make_data(random_state=3)
+    np.testing.assert_allclose(
+        ours.predict_proba(X_new), reference.predict_proba(X_new), rtol=1e-5, atol=1e-8
+    )
+    unweighted = CalibratedTemperature(FrozenEstimator(lr), guard=None).fit(X_cal, y_cal)
+    assert ours.temperature_ != pytest.approx(unweighted.temperature_, rel=1e-3)
+
+
+@pytest.mark.filterwarnings("ignore:Since FrozenEstimator does not appear:UserWarning")
+def test_weighted_isotonic_agrees_with_scikit_learn():
+    # A predict_proba-only model: scikit-learn then calibrates the same probabilities.
+    model, X_cal, y_cal = fitted_and_calibration_split(ProbaOnlyClassifier())
+    weights = np.random.default_rng(1).uniform(0.1, 3.0, y_cal.size)
+    ours = CalibratedIsotonic(FrozenEstimator(model)).fit(X_cal, y_cal, sample_weight=weights)
+    reference = CalibratedClassifierCV(FrozenEstimator(model), method="isotonic")
+    reference.fit(X_cal, y_cal, sample_weight=weights)
+    X_new, _ = make_data(random_state=4)
+    np.testing.assert_allclose(ours.predict_proba(X_new), reference.predict_proba(X_new), atol=1e-9)
+    unweighted = CalibratedIsotonic(FrozenEstimator(model)).fit(X_cal, y_cal)
+    assert not np.allclose(ours.predict_proba(X_new), unweighted.predict_proba(X_new), atol=1e-3)
+
+
+def test_weighted_binary_vector_scaling_is_weighted_platt_scaling():
+    # Two classes, logits z = [0, d]: softmax(scale * z + bias) is sigmoid(a d + c), the
+    # unpenalised logistic regression of y on d, fitted here by scikit-learn.
+    lr, X_cal, y_cal = fitted_and_calibration_split(ScaledLogitClassifier(scale=3.0), n_classes=2)
+    weights = np.random.default_rng(2).uniform(0.1, 3.0, y_cal.size)
+    ours = CalibratedVectorScaling(FrozenEstimator(lr)).fit(X_cal, y_cal, sample_weight=weights)
+    score = lr.decision_function(X_cal).reshape(-1, 1)
+    platt = LogisticRegression(C=np.inf, tol=1e-12, max_iter=10_000)
+    platt.fit(score, y_cal, sample_weight=weights)
+    X_new, _ = make_data(n_classes=2, random_state=3)
+    new_score = lr.decision_function(X_new)
+    expected = expit(platt.coef_[0, 0] * new_score + platt.intercept_[0])
+    np.testing.assert_allclose(ours.predict_proba(X_new)[:, 1], expected, rtol=1e-5, atol=1e-7)
+
+
+def test_weighted_histogram_binning_by_hand():
+    # Two classes, probabilities of class 1: 0.1, 0.2, 0.3, 0.4 with weights 3, 1, 1, 3
+    # (total 8). Bin of a score: floor(2 * (mass below + half its own) / 8), so 0.1 -> 0,
+    # 0.2 -> floor(2 * 3.5 / 8) = 0, 0.3 -> floor(2 * 4.5 / 8) = 1, 0.4 -> 1. Weighted
+    # frequency of class 1: bin 0 (y = 0, 1) 1/4, bin 1 (y = 1, 1) 1; edge at 0.25.
+    proba = np.array([0.1, 0.2, 0.3, 0.4])
+    logits = np.column_stack([np.zeros(4), np.log(proba / (1 - proba))])
+    y = np.array([0, 1, 1, 1])
+    weights = np.array([3.0, 1.0, 1.0, 3.0])
+    model = FrozenEstimator(_FixedLogits().fit(logits, y))
+    calibrated = CalibratedHistogramBinning(model, n_bins=2)
+    calibrated.fit(logits, y, sample_weight=weights)
+    (histogram,) = calibrated.calibrated_classifiers_[0].calibrator.regressors_
+    np.testing.assert_allclose(histogram.bin_edges_, [0.25])
+    np.testing.assert_allclose(histogram.bin_values_, [0.25, 1.0])
+
+
+class _FixedLogits(sklearn.base.ClassifierMixin, sklearn.base.BaseEstimator):
+    """A 'classifier' whose logits are its input (for hand-worked maps)."""
+
+    def fit(self, X, y):
+        self.classes_ = np.unique(y)
+        return self
+
+    def decision_function(self, X):
+        X = np.asarray(X)
+        return X[:, 1] - X[:, 0]
+
+    def predict(self, X):
+        return self.classes_[(self.decision_function(X) > 0).astype(int)]
+
+
+# -- what counts as the calibration rows: warnings follow the weighted rows ----------------
+
+
+def test_single_class_warning_counts_only_weighted_rows():
+    model, X_cal, y_cal, _ = _frozen_case()
+    weights = (y_cal == 0).astype(float)
+    n = int(weights.sum())
+    message = (
+        f"CalibratedVectorScaling: all {n} calibration rows have the class 0, one of the 3 "
+        "classes [0, 1, 2], so the calibration map learns that every row is of that class"
+    )
+    with pytest.warns(UserWarning, match=re.escape(message)):
+        CalibratedVectorScaling(FrozenEstimator(model)).fit(X_cal, y_cal, sample_weight=weights)
+
+
+def test_all_correct_warning_counts_only_weighted_rows():
+    model, X_cal, y_cal, _ = _frozen_case()
+    correct = (model.predict(X_cal) == y_cal).astype(float)
+    assert 0 < correct.sum() < y_cal.size
+    with pytest.warns(UserWarning, match="Every calibration row is already classified correctly"):
+        weighted = CalibratedTemperature(FrozenEstimator(model))
+        weighted.fit(X_cal, y_cal, sample_weight=correct)
+    # As for the removed rows: nothing to shrink from, T = 1.
+    assert weighted.temperature_ == 1.0
+
+
+# -- the shrinkage guard's bootstrap -------------------------------------------------------
+
+
+def _logits_and_labels():
+    model, X_cal, y_cal, _ = _frozen_case()
+    return model.decision_function(X_cal), y_cal
+
+
+def test_bootstrap_of_integer_weights_draws_the_resamples_of_the_repeated_rows():
+    logits, y = _logits_and_labels()
+    weights = np.arange(y.size) % 4
+    for seed in range(3):
+        weighted = bootstrap_resample(logits, y, weights, np.random.default_rng(seed))
+        repeated = bootstrap_resample(
+            np.repeat(logits, weights, axis=0),
+            np.repeat(y, weights),
+            None,
+            np.random.default_rng(seed),
+        )
+        assert weighted[2] is None and repeated[2] is None
+        np.testing.assert_array_equal(weighted[0], repeated[0])
+        np.testing.assert_array_equal(weighted[1], repeated[1])
+
+
+def test_bootstrap_of_unweighted_rows_is_numpys_uniform_resample():
+    logits, y = _logits_and_labels()
+    resampled, labels, counts = bootstrap_resample(logits, y, None, np.random.default_rng(4))
+    rows = np.random.default_rng(4).choice(y.size, size=y.size, replace=True)
+    np.testing.assert_array_equal(resampled, logits[rows])
+    np.testing.assert_array_equal(labels, y[rows])
+    assert counts is None
+
+
+def test_bootstrap_of_real_weights_draws_rows_in_proportion_to_weight():
+    logits = np.arange(8.0).reshape(4, 2)
+    y = np.array([0, 1, 0, 1])
+    weights = np.array([0.5, 1.5, 0.0, 2.0])  # 4 draws per resample
+    rng = np.random.default_rng(0)
+    totals = np.zeros(4)
+    n_resamples = 2000
+    for _ in range(n_resamples):
+        drawn_logits, drawn_y, counts = bootstrap_resample(logits, y, weights, rng)
+        assert counts.sum() == 4.0
+        rows = drawn_logits[:, 0].astype(int) // 2
+        np.testing.assert_array_equal(drawn_y, y[rows])
+        totals[rows] += counts
+    # Expected counts 4 * w / sum(w) = w; binomial standard error of the mean below 0.016.
+    np.testing.assert_allclose(totals / n_resamples, weights, atol=0.08)
+
+
+def test_bootstrap_above_the_explicit_draw_limit_has_the_same_spread(monkeypatch):
+    model, X_cal, y_cal, _ = _frozen_case()
+    weights = np.full(y_cal.size, 3.0)
+    explicit = CalibratedTemperature(FrozenEstimator(model), random_state=0)
+    explicit.fit(X_cal, y_cal, sample_weight=weights)
+    monkeypatch.setattr(temperature_module, "MAX_EXPLICIT_DRAWS", 0)
+    counted = CalibratedTemperature(FrozenEstimator(model), random_state=0)
+    counted.fit(X_cal, y_cal, sample_weight=weights)
+    unweighted = CalibratedTemperature(FrozenEstimator(model), random_state=0).fit(X_cal, y_cal)
+    spread = [c.calibrated_classifiers_[0].calibrator.standard_error_ for c in (explicit, counted)]
+    # Multinomial counts, other draws: the same spread up to bootstrap noise (~10 %) ...
+    assert spread[1] == pytest.approx(spread[0], rel=0.3)
+    # ... and both sqrt(3) times smaller than that of the rows once (3 times the rows).
+    plain = unweighted.calibrated_classifiers_[0].calibrator.standard_error_
+    assert spread[0] == pytest.approx(plain / np.sqrt(3), rel=0.3)
+    assert spread[1] == pytest.approx(plain / np.sqrt(3), rel=0.3)
+
+
+# -- the wrapped estimator's weights, routing disabled ------------------------------------
+
+
+@pytest.mark.parametrize("cls", CALIBRATORS, ids=CALIBRATOR_IDS)
+@pytest.mark.parametrize("cv", [None, 3])
+def test_weights_reach_the_estimator_and_the_map_without_routing(cls, cv):
+    X, y = make_data()
+    weights = np.random.default_rng(0).uniform(0.5, 2.0, y.size)
+    tag = np.arange(y.size)
+    calibrated = cls(RecordingClassifier(), cv=cv, random_state=0, **_unguarded(cls))
+    calibrated.fit(X, y, sample_weight=weights, tag=tag)
+    assert len(calibrated.calibrated_classifiers_) == (1 if cv is None else 3)
+    for pair in calibrated.calibrated_classifiers_:
+        train = _row_indices(X, pair.estimator.seen_X_)
+        np.testing.assert_array_equal(pair.estimator.seen_sample_weight_, weights[train])
+        np.testing.assert_array_equal(pair.estimator.seen_tag_, tag[train])
+        # The map saw the weights of the other rows: refit it on them by hand.
+        test = np.setdiff1d(np.arange(y.size), train)
+        by_hand = cls(FrozenEstimator(pair.estimator), **_unguarded(cls)).fit(
+            X[test], y[test], sample_weight=weights[test]
+        )
+        np.testing.assert_array_equal(pair.predict_proba(X), by_hand.predict_proba(X))
+
+
+@pytest.mark.parametrize("cls", CALIBRATORS, ids=CALIBRATOR_IDS)
+def test_estimator_without_sample_weight_warns_and_the_map_still_uses_them(cls):
+    X, y = make_data()
+    weights = np.where(y == 0, 3.0, 1.0)
+    calibrated = cls(make_pipeline(StandardScaler(), LogisticRegression()), random_state=0)
+    message = (
+        "Pipeline.fit does not accept sample_weight; the weights are used for the calibration only."
+    )
+    with pytest.warns(UserWarning, match=re.escape(message)):
+        calibrated.fit(X, y, sample_weight=weights)
+    plain = cls(make_pipeline(StandardScaler(), LogisticRegression()), random_state=0).fit(X, y)
+    # Same split, same estimator: only the map differs.
+    np.testing.assert_array_equal(
+        calibrated.calibrated_classifiers_[0].logits(X), plain.calibrated_classifiers_[0].logits(X)
+    )
+    assert not np.allclose(calibrated.predict_proba(X), plain.predict_proba(X))
+
+
+# -- metadata routing ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cls", CALIBRATORS, ids=CALIBRATOR_IDS)
+def test_routing_sends_requested_weights_to_the_estimator(cls):
+    X, y = make_data()
+    weights = np.random.default_rng(0).uniform(0.5, 2.0, y.size)
+    unrouted = cls(RecordingClassifier(), random_state=0, **_unguarded(cls))
+    unrouted.fit(X, y, sample_weight=weights)
+    with sklearn.config_context(enable_metadata_routing=True):
+        estimator = RecordingClassifier().set_fit_request(sample_weight=True)
+        routed = cls(estimator, random_state=0, **_unguarded(cls))
+        routed.fit(X, y, sample_weight=weights)
+    (pair,) = routed.calibrated_classifiers_
+    train = _row_indices(X, pair.estimator.seen_X_)
+    np.testing.assert_array_equal(pair.estimator.seen_sample_weight_, weights[train])
+    np.testing.assert_array_equal(routed.predict_proba(X), unrouted.predict_proba(X))
+
+
+@pytest.mark.parametrize("cls", CALIBRATORS, ids=CALIBRATOR_IDS)
+def test_routing_keeps_weights_from_an_estimator_that_declined_them(cls):
+    X, y = make_data()
+    weights = np.where(y == 1, 3.0, 1.0)
+    with sklearn.config_context(enable_metadata_routing=True):
+        estimator = RecordingClassifier().set_fit_request(sample_weight=False)
+        routed = cls(estimator, random_state=0, **_unguarded(cls))
+        routed.fit(X, y, sample_weight=weights)
+    (pair,) = routed.calibrated_classifiers_
+    assert pair.estimator.seen_sample_weight_ is None
+    # The map still consumed the weights of its rows.
+    test = np.setdiff1d(np.arange(y.size), _row_indices(X, pair.estimator.seen_X_))
+    by_hand = cls(FrozenEstimator(pair.estimator), **_unguarded(cls))
+    by_hand.fit(X[test], y[test], sample_weight=weights[test])
+    np.testing.assert_array_equal(routed.predict_proba(X), by_hand.predict_proba(X))
+
+
+def _unset_message(owner: str, caller: str) -> str:
+    return (
+        f"[sample_weight] are passed but are not explicitly set as requested or not requested "
+        f"for {owner}.fit, which is used within {caller}.fit. Call "
+        f"`{owner}.set_fit_request({{metadata}}=True/False)` for each metadata you want to "
+        "request/ignore."
+    )
+
+
+@pytest.mark.parametrize("cls", CALIBRATORS, ids=CALIBRATOR_IDS)
+def test_routing_refuses_weights_the_estimator_was_not_told_about(cls):
+    X, y = make_data()
+    calibrated = cls(RecordingClassifier(), random_state=0, **_unguarded(cls))
+    message = _unset_message("RecordingClassifier", cls.__name__)
+    with sklearn.config_context(enable_metadata_routing=True):
+        with pytest.raises(UnsetMetadataPassedError, match=re.escape(message)):
+            calibrated.fit(X, y, sample_weight=np.ones(y.size))
+        # Without weights there is nothing to route, so nothing to refuse.
+        calibrated.fit(X, y)
+
+
+def test_routing_with_a_frozen_estimator_weighs_the_map_only():
+    model, X_cal, y_cal, X_new = _frozen_case()
+    weights = np.arange(y_cal.size) % 4
+    unrouted = CalibratedTemperature(FrozenEstimator(model)).fit(X_cal, y_cal, weights)
+    with sklearn.config_context(enable_metadata_routing=True):
+        routed = CalibratedTemperature(FrozenEstimator(model)).fit(X_cal, y_cal, weights)
+    np.testing.assert_array_equal(routed.predict_proba(X_new), unrouted.predict_proba(X_new))
+
+
+def test_routing_aliases_separate_weights_for_estimator_and_map():
+    X, y = make_data()
+    rng = np.random.default_rng(0)
+    map_weights, model_weights = rng.uniform(0.5, 2.0, (2, y.size))
+    with sklearn.config_context(enable_metadata_routing=True):
+        estimator = RecordingClassifier().set_fit_request(sample_weight="model_weight")
+        calibrated = CalibratedTemperature(estimator, random_state=0, guard=None)
+        calibrated.fit(X, y, sample_weight=map_weights, model_weight=model_weights)
+    (pair,) = calibrated.calibrated_classifiers_
+    train = _row_indices(X, pair.estimator.seen_X_)
+    np.testing.assert_array_equal(pair.estimator.seen_sample_weight_, model_weights[train])
+    test = np.setdiff1d(np.arange(y.size), train)
+    by_hand = CalibratedTemperature(FrozenEstimator(pair.estimator), guard=None).fit(
+        X[test], y[test], sample_weight=map_weights[test]
+    )
+    assert calibrated.temperature_ == by_hand.temperature_
+
+
+def test_routing_sends_groups_to_the_cv_splitter():
+    X, y = make_data()
+    groups = np.arange(y.size) % 3
+    with sklearn.config_context(enable_metadata_routing=True):
+        calibrated = CalibratedTemperature(RecordingClassifier(), cv=GroupKFold(3), guard=None)
+        calibrated.fit(X, y, groups=groups)
+    held_out = []
+    for pair in calibrated.calibrated_classifiers_:
+        train = _row_indices(X, pair.estimator.seen_X_)
+        (missing,) = np.setdiff1d(np.arange(3), np.unique(groups[train]))
+        np.testing.assert_array_equal(np.sort(train), np.flatnonzero(groups != missing))
+        held_out.append(missing)
+    assert sorted(held_out) == [0, 1, 2]
+
+
+def test_routing_refuses_metadata_nobody_requested():
+    X, y = make_data()
+    message = (
+        "CalibratedTemperature.fit got unexpected argument(s) {'colour'}, which are not "
+        "routed to any object."
+    )
+    with sklearn.config_context(enable_metadata_routing=True):
+        with pytest.raises(TypeError, match=re.escape(message)):
+            CalibratedTemperature(RecordingClassifier()).fit(X, y, colour=np.ones(y.size))
+
+
+@pytest.mark.parametrize("cls", CALIBRATORS, ids=CALIBRATOR_IDS)
+def test_routing_through_a_pipeline(cls):
+    X, y = make_data()
+    weights = np.random.default_rng(0).uniform(0.5, 2.0, y.size)
+    with sklearn.config_context(enable_metadata_routing=True):
+        calibrated = cls(
+            RecordingClassifier().set_fit_request(sample_weight=True),
+            random_state=0,
+            **_unguarded(cls),
+        ).set_fit_request(sample_weight=True)
+        pipeline = make_pipeline(StandardScaler().set_fit_request(sample_weight=False), calibrated)
+        pipeline.fit(X, y, sample_weight=weights)
+    X_scaled = StandardScaler().fit_transform(X)
+    direct = cls(RecordingClassifier(), random_state=0, **_unguarded(cls))
+    direct.fit(X_scaled, y, sample_weight=weights)
+    np.testing.assert_array_equal(pipeline.predict_proba(X), direct.predict_proba(X_scaled))
+    (pair,) = pipeline[-1].calibrated_classifiers_
+    train = _row_indices(X_scaled, pair.estimator.seen_X_)
+    np.testing.assert_array_equal(pair.estimator.seen_sample_weight_, weights[train])
+
+
+def test_routing_through_a_pipeline_needs_the_calibrators_request():
+    X, y = make_data()
+    with sklearn.config_context(enable_metadata_routing=True):
+        calibrated = CalibratedIsotonic(RecordingClassifier().set_fit_request(sample_weight=True))
+        pipeline = make_pipeline(calibrated)
+        with pytest.raises(
+            UnsetMetadataPassedError,
+            match=re.escape(_unset_message("CalibratedIsotonic", "Pipeline")),
+        ):
+            pipeline.fit(X, y, sample_weight=np.ones(y.size))
+
+
+@pytest.mark.parametrize("cls", CALIBRATORS, ids=CALIBRATOR_IDS)
+def test_routing_through_grid_search(cls):
+    X, y = make_data()
+    weights = np.random.default_rng(1).uniform(0.5, 2.0, y.size)
+    grid = {"validation_fraction": [0.2, 0.3]}
+    with sklearn.config_context(enable_metadata_routing=True):
+        estimator = RecordingClassifier().set_fit_request(sample_weight=True)
+        calibrated = cls(estimator, random_state=0, **_unguarded(cls))
+        calibrated.set_fit_request(sample_weight=True).set_score_request(sample_weight=True)
+        search = GridSearchCV(calibrated, grid, cv=StratifiedKFold(3)).fit(
+            X, y, sample_weight=weights
+        )
+    best = search.best_estimator_
+    direct = cls(RecordingClassifier(), random_state=0, **_unguarded(cls), **search.best_params_)
+    direct.fit(X, y, sample_weight=weights)
+    np.testing.assert_array_equal(best.predict_proba(X), direct.predict_proba(X))
+    (pair,) = best.calibrated_classifiers_
+    train = _row_indices(X, pair.estimator.seen_X_)
+    np.testing.assert_array_equal(pair.estimator.seen_sample_weight_, weights[train])
+
+
+def test_grid_search_weights_the_fits_and_the_scores_when_routing():
+    # The weights reach the fold fits and the weighted accuracy of each fold: the
+    # cross-validated score is the one computed by hand on the same folds.
+    X, y = make_data()
+    weights = np.random.default_rng(2).uniform(0.5, 2.0, y.size)
+    folds = list(StratifiedKFold(3).split(X, y))
+    with sklearn.config_context(enable_metadata_routing=True):
+        estimator = RecordingClassifier().set_fit_request(sample_weight=True)
+        calibrated = CalibratedTemperature(estimator, random_state=0)
+        calibrated.set_fit_request(sample_weight=True).set_score_request(sample_weight=True)
+        search = GridSearchCV(calibrated, {"guard": [None]}, cv=folds).fit(
+            X, y, sample_weight=weights
+        )
+    by_hand = []
+    for train, test in folds:
+        fitted = CalibratedTemperature(RecordingClassifier(), random_state=0, guard=None)
+        fitted.fit(X[train], y[train], sample_weight=weights[train])
+        correct = fitted.predict(X[test]) == y[test]
+        by_hand.append(np.average(correct, weights=weights[test]))
+    assert search.cv_results_["mean_test_score"][0] == pytest.approx(np.mean(by_hand), rel=1e-12)
+
+
+def test_grid_search_passes_weights_without_routing():
+    X, y = make_data()
+    weights = np.random.default_rng(3).uniform(0.5, 2.0, y.size)
+    search = GridSearchCV(
+        CalibratedVectorScaling(RecordingClassifier(), random_state=0),
+        {"validation_fraction": [0.2, 0.3]},
+        cv=StratifiedKFold(3),
+    ).fit(X, y, sample_weight=weights)
+    direct = CalibratedVectorScaling(RecordingClassifier(), random_state=0, **search.best_params_)
+    direct.fit(X, y, sample_weight=weights)
+    np.testing.assert_array_equal(search.best_estimator_.predict_proba(X), direct.predict_proba(X))
+    (pair,) = search.best_estimator_.calibrated_classifiers_
+    assert pair.estimator.seen_sample_weight_ is not None
+
+
+def test_routing_object_lists_the_calibrator_the_estimator_and_the_splitter():
+    with sklearn.config_context(enable_metadata_routing=True):
+        estimator = RecordingClassifier().set_fit_request(sample_weight=True)
+        calibrated = CalibratedTemperature(estimator, cv=GroupKFold(2))
+        routing = calibrated.get_metadata_routing()
+    assert routing.consumes("fit", ["sample_weight", "tag"]) == {"sample_weight"}
+    routed = routing.route_params(
+        params={"sample_weight": np.ones(4), "groups": np.zeros(4)}, caller="fit"
+    )
+    assert set(routed.estimator.fit) == {"sample_weight"}
+    assert set(routed.splitter.split) == {"groups"}
+
+
+# -- the documented recipe ------------------------------------------------------------------
+
+
+def test_documented_weights_and_routing_snippet_runs():
+    docs = Path(__file__).resolve().parents[1] / "docs" / "calibration.md"
+    section = docs.read_text().split("## Sample weights and metadata routing", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    namespace: dict = {}
+    exec(compile(code, str(docs), "exec"), namespace)
+    search = namespace["search"]
+    (pair,) = search.best_estimator_[-1].calibrated_classifiers_
+    assert pair.estimator.coef_.shape == (3, 20)
+    assert search.best_params_["calibratedtemperature__guard"] in {"shrinkage", "mixture"}
