@@ -135,6 +135,7 @@ DOCUMENTED_NESTED = {
     "loss__divergence": "js",
     "loss__target_temperature": 2.0,
     "loss__adaptive": "agreement",
+    "loss__cache": "frozen",
 }
 
 

@@ -7,7 +7,9 @@
   plateau of the validation criterion for ``warmup="auto"``) and sets
   ``net.warmup_end_epoch_``;
 * :class:`BuildNeighbourhood` builds the graph at the start of that epoch and sets
-  ``net.nescal_`` (the per-fit :class:`~nescal_sklearn.penalties.NeSCalRuntime`);
+  ``net.nescal_`` (the per-fit :class:`~nescal_sklearn.penalties.NeSCalRuntime`),
+  and with ``NeSCalLoss(cache="epoch")`` refills the neighbours' prediction cache at
+  the start of each later epoch;
 * :class:`PenaltySchedule` sets the runtime's weight for each epoch;
 * :class:`EarlyStoppingAfterWarmup` is skorch's ``EarlyStopping(load_best=True)`` on
   either criterion, whose patience counts from the end of warm-up, and which stops by
@@ -164,7 +166,12 @@ class BuildNeighbourhood(Callback):
 
     Sets ``net.nescal_`` to the runtime that :meth:`NeSCalLoss.build_runtime` builds
     from the module and the training rows, and records its build time as
-    ``graph_seconds`` in the history.
+    ``graph_seconds`` in the history. With ``loss.cache == "epoch"`` it then refills the
+    runtime's prediction cache at the start of every later epoch, from one eval-mode
+    forward pass over the same training rows
+    (:meth:`~nescal_sklearn.penalties.NeSCalRuntime.refresh_cache`), and records that
+    pass's wall time as ``cache_seconds`` (the graph epoch's cache is the build's own
+    forward pass, counted in ``graph_seconds``).
 
     Parameters
     ----------
@@ -196,7 +203,13 @@ class BuildNeighbourhood(Callback):
 
     def on_epoch_begin(self, net, **kwargs) -> None:
         epoch = len(net.history) - 1
-        if net.nescal_ is not None or net.warmup_end_epoch_ is None:
+        runtime = net.nescal_
+        if runtime is not None:
+            if runtime.cache == "epoch" and epoch > runtime.start_epoch:
+                seconds = runtime.refresh_cache(net.module_, self.X_train)
+                net.history.record("cache_seconds", seconds)
+            return
+        if net.warmup_end_epoch_ is None:
             return
         net.nescal_ = self.loss.build_runtime(
             net.module_,

@@ -215,8 +215,9 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         ``valid_refined_loss`` and ``valid_temperature`` (validation NLL after the
         best temperature on those rows, and that temperature: both curves are logged
         with either stopping criterion), ``train_penalty``, ``penalty_weight``,
-        ``graph_seconds`` (at the graph epoch), ``warmup_restored_epoch`` (``auto``
-        warm-up), ``dur``.
+        ``graph_seconds`` (at the graph epoch), ``cache_seconds`` (the cache
+        refill of ``loss__cache="epoch"``), ``unfrozen`` (at ``unfreeze_at``),
+        ``warmup_restored_epoch`` (``auto`` warm-up), ``dur``.
     n_epochs_ : int
         Epochs run.
     best_epoch_ : int or None

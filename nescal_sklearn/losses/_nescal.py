@@ -11,6 +11,7 @@ from ..graph import GRAPHS, KNN_METHODS, REDUCTIONS, neighbourhood_from_model
 from ..penalties import (
     ADAPTIVE,
     AGGREGATIONS,
+    CACHE_MODES,
     DIVERGENCES,
     SCHEDULES,
     NeighbourhoodSmoothing,
@@ -30,6 +31,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "graph_method": KNN_METHODS,
     "divergence": DIVERGENCES,
     "adaptive": ADAPTIVE,
+    "cache": CACHE_MODES,
 }
 
 
@@ -44,7 +46,7 @@ class NeSCalLoss(TrainingLoss):
     where the neighbours come from a k-nearest-neighbour graph built once, when the
     warm-up ends, on the network's own embeddings of the training rows, and their
     distributions are read from a cache that each batch refreshes with its own
-    detached predictions. With the default ``divergence="soft_target"`` the penalty
+    detached predictions (see ``cache`` for the alternatives). With the default ``divergence="soft_target"`` the penalty
     is ``KL(q̄_i || p_i)``, ``q̄_i`` the neighbours' mean cached distribution; the
     method as published is the Jensen–Shannon penalty, ``divergence="js"``
     (``mean_j JS(p_i, q_ij)`` with ``aggregation="pairwise"``).
@@ -107,6 +109,17 @@ class NeSCalLoss(TrainingLoss):
         ``weight * (1 - q̄_i(y_i))``, the mass its neighbourhood puts on other classes
         than its label. ``"density"``: ``weight`` times the row's mean cosine
         similarity to its neighbours, scaled to mean 1 (needs ``graph="knn"``).
+    cache : {"batch", "frozen", "epoch"}, default="batch"
+        When the neighbours' cached predictions are refreshed. ``"batch"``: each
+        batch overwrites its own rows with its detached (train-mode) predictions, at
+        no extra cost (NeSCal as published). ``"frozen"``: never; the neighbours are
+        read as the network predicted them when the graph was built (eval mode).
+        ``"epoch"``: the whole cache is recomputed by one eval-mode forward pass over
+        the training rows at the start of each penalised epoch after the first (an
+        extra forward pass per epoch: ``NeSCalClassifier`` records its wall time as
+        ``cache_seconds`` in ``history_``; a plain PyTorch loop calls
+        :meth:`NeSCalRuntime.refresh_cache
+        <nescal_sklearn.penalties.NeSCalRuntime.refresh_cache>` itself).
 
     Notes
     -----
@@ -149,6 +162,7 @@ class NeSCalLoss(TrainingLoss):
         target_temperature: float = 1.0,
         base_loss: str | TrainingLoss = "ce",
         adaptive: str | None = None,
+        cache: str = "batch",
     ) -> None:
         self.n_neighbors = n_neighbors
         self.weight = weight
@@ -164,6 +178,7 @@ class NeSCalLoss(TrainingLoss):
         self.target_temperature = target_temperature
         self.base_loss = base_loss
         self.adaptive = adaptive
+        self.cache = cache
 
     # -- validation ---------------------------------------------------------------
     def validate(self) -> None:
@@ -286,6 +301,7 @@ class NeSCalLoss(TrainingLoss):
             start_epoch=start_epoch,
             end_epoch=max(max_epochs, start_epoch + 1),
             build_seconds=found.seconds,
+            cache=self.cache,
         )
 
     def set_params(self, **params) -> NeSCalLoss:

@@ -7,7 +7,7 @@ same objects. The per-fit state of a NeSCal run is one :class:`NeSCalRuntime`.
 
 from ._cache import PredictionCache
 from ._divergence import AGGREGATIONS, js_divergence, neighbourhood_penalty
-from ._runtime import NeSCalRuntime
+from ._runtime import CACHE_MODES, NeSCalRuntime
 from ._schedule import SCHEDULES, penalty_weight
 from ._smoothing import ADAPTIVE, DIVERGENCES, NeighbourhoodSmoothing
 from ._soft_target import soft_target_penalty
@@ -15,6 +15,7 @@ from ._soft_target import soft_target_penalty
 __all__ = [
     "ADAPTIVE",
     "AGGREGATIONS",
+    "CACHE_MODES",
     "DIVERGENCES",
     "NeSCalRuntime",
     "NeighbourhoodSmoothing",

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
-from torch import Tensor
+import time
+
+import torch
+from torch import Tensor, nn
 
 from ._schedule import penalty_weight
 from ._smoothing import NeighbourhoodSmoothing
 
-__all__ = ["NeSCalRuntime"]
+__all__ = ["CACHE_MODES", "NeSCalRuntime"]
+
+#: Accepted values of ``cache``: when the neighbours' cached predictions are refreshed —
+#: with each batch's own detached predictions (NeSCal's default), never after graph time,
+#: or by one eval-mode forward pass over the training rows at the start of each epoch.
+CACHE_MODES = ("batch", "frozen", "epoch")
+
+#: Rows per forward pass of :meth:`NeSCalRuntime.refresh_cache` (as at graph time).
+REFRESH_BATCH_ROWS = 4096
 
 
 class NeSCalRuntime:
@@ -36,6 +47,15 @@ class NeSCalRuntime:
         ``start_epoch`` for ``schedule="cosine"``.
     build_seconds : float, default=0.0
         Wall time spent building the graph and filling the cache.
+    cache : {"batch", "frozen", "epoch"}, default="batch"
+        When the neighbours' cached predictions change. ``"batch"``: each
+        :meth:`penalty` call overwrites its rows with the batch's detached
+        predictions (NeSCal as published). ``"frozen"``: never — the neighbours are
+        read as the network predicted them when the graph was built. ``"epoch"``:
+        :meth:`penalty` leaves the cache alone; whoever trains calls
+        :meth:`refresh_cache` at the start of each penalised epoch after the first
+        (an extra eval-mode forward pass over the training rows; ``NeSCalClassifier``
+        does it and records its wall time as ``cache_seconds``).
 
     Attributes
     ----------
@@ -71,7 +91,10 @@ class NeSCalRuntime:
         start_epoch: int,
         end_epoch: int,
         build_seconds: float = 0.0,
+        cache: str = "batch",
     ) -> None:
+        if cache not in CACHE_MODES:
+            raise ValueError(f"cache must be one of {list(CACHE_MODES)}; got {cache!r}.")
         # Validates weight, schedule and the epochs once, here, not at the first epoch.
         penalty_weight(
             start_epoch, weight=weight, schedule=schedule, start_epoch=start_epoch,
@@ -83,6 +106,7 @@ class NeSCalRuntime:
         self.start_epoch = int(start_epoch)
         self.end_epoch = int(end_epoch)
         self.build_seconds = float(build_seconds)
+        self.cache = cache
         self.current_weight = 0.0
         self.last_penalty: float | None = None
 
@@ -104,7 +128,8 @@ class NeSCalRuntime:
         target: Tensor | None = None,
         sample_weight: Tensor | None = None,
     ) -> Tensor:
-        """The penalty of a batch, before λ (then its cache rows are refreshed).
+        """The penalty of a batch, before λ (then, with ``cache="batch"``, its cache rows
+        are refreshed).
 
         Parameters
         ----------
@@ -122,13 +147,75 @@ class NeSCalRuntime:
         Tensor
             Scalar penalty, differentiable with respect to ``logits``.
         """
-        value = self.smoothing(logits, indices, target, sample_weight=sample_weight)
+        value = self.smoothing(
+            logits,
+            indices,
+            target,
+            sample_weight=sample_weight,
+            update_cache=self.cache == "batch",
+        )
         self.last_penalty = float(value.detach())
         return value
+
+    def refresh_cache(
+        self, module: nn.Module, X: Tensor, *, batch_size: int = REFRESH_BATCH_ROWS
+    ) -> float:
+        """Refill the whole cache from one eval-mode forward pass over ``X``; return its seconds.
+
+        What ``cache="epoch"`` asks for at the start of each penalised epoch after the
+        first (the graph's own forward pass filled the cache for the first). The module
+        runs in eval mode (dropout off), without gradients, in chunks of ``batch_size``
+        rows on the device of its parameters, as when the graph was built; its previous
+        mode is restored afterwards. Any ``cache`` setting may call it.
+
+        Parameters
+        ----------
+        module : torch.nn.Module
+            The network being trained.
+        X : Tensor of shape (n_samples, n_features)
+            The training rows, in graph-node order (as given to ``build_runtime``).
+        batch_size : int, default=4096
+            Rows per forward pass.
+
+        Returns
+        -------
+        float
+            Wall time of the forward pass and the refill, in seconds.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from torch import nn
+        >>> from nescal_sklearn.penalties import NeighbourhoodSmoothing, NeSCalRuntime
+        >>> net = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+        >>> X = torch.randn(3, 3)
+        >>> smoothing = NeighbourhoodSmoothing(
+        ...     torch.tensor([[1], [2], [0]]), torch.log(torch.full((3, 2), 0.5))
+        ... )
+        >>> runtime = NeSCalRuntime(smoothing, weight=1.0, schedule="constant",
+        ...                         start_epoch=0, end_epoch=5, cache="epoch")
+        >>> seconds = runtime.refresh_cache(net, X)
+        >>> fresh = torch.log_softmax(net(X), dim=1).detach()
+        >>> torch.allclose(smoothing.cache.log_probs, fresh)
+        True
+        """
+        start = time.perf_counter()
+        parameter = next(module.parameters(), None)
+        device = torch.device("cpu") if parameter is None else parameter.device
+        was_training = module.training
+        module.eval()
+        try:
+            with torch.no_grad():
+                chunks = torch.split(torch.as_tensor(X), batch_size)
+                logits = [module(chunk.to(device)) for chunk in chunks]
+        finally:
+            module.train(was_training)
+        self.smoothing.refill_cache(torch.log_softmax(torch.cat(logits).float(), dim=1))
+        return time.perf_counter() - start
 
     def __repr__(self) -> str:
         return (
             f"NeSCalRuntime({self.smoothing!r}, weight={self.weight!r}, "
             f"schedule={self.schedule!r}, start_epoch={self.start_epoch}, "
-            f"end_epoch={self.end_epoch})"
+            f"end_epoch={self.end_epoch}, cache={self.cache!r})"
         )

@@ -160,6 +160,8 @@ class NeighbourhoodSmoothing:
         indices: Tensor,
         target: Tensor | None = None,
         sample_weight: Tensor | None = None,
+        *,
+        update_cache: bool = True,
     ) -> Tensor:
         """Penalty of a batch, then refresh the batch's rows of the cache.
 
@@ -175,6 +177,11 @@ class NeighbourhoodSmoothing:
             Finite non-negative per-row weights, on the device of ``logits``: row
             ``i``'s term is multiplied by ``w_i`` (and by its ``adaptive`` weight), so
             the penalty is ``mean_i(w_i * a_i * v_i)``. None weighs every row 1.
+        update_cache : bool, default=True
+            Overwrite the batch's rows of the cache with its detached predictions
+            after computing the penalty (NeSCal's per-batch refresh). False leaves the
+            cache as it is (a cache frozen at graph time, or one refilled each epoch
+            with :meth:`refill_cache`).
 
         Returns
         -------
@@ -210,7 +217,7 @@ class NeighbourhoodSmoothing:
             sample_weight = _check_sample_weight(sample_weight, logits)
         n_neighbours = self.neighbors.shape[1]
         if n_neighbours == 0 or not logits.is_floating_point():
-            return self._reference_call(logits, indices, target, sample_weight)
+            return self._reference_call(logits, indices, target, sample_weight, update_cache)
         z = logits.detach()
         cache = self.cache
         rows = indices.to(self.neighbors.device)
@@ -238,10 +245,53 @@ class NeighbourhoodSmoothing:
             else:
                 soft, log_soft = self._soft_target(sums, ids)
                 value, grad = soft_target_kernel(log_p, p, soft, log_soft, weights, need_grad)
-        cache._write(indices, log_p, p, neg_entropy)
+        if update_cache:
+            cache._write(indices, log_p, p, neg_entropy)
         if not need_grad:
             return value
         return _FusedPenalty.apply(logits, value, grad)
+
+    def refill_cache(self, log_probs: Tensor) -> None:
+        """Replace every cached row with ``log_probs`` (a detached copy).
+
+        What NeSCal's ``cache="epoch"`` does at the start of each penalised epoch, with
+        the log-probabilities of a fresh eval-mode forward pass over the training rows
+        (:meth:`NeSCalRuntime.refresh_cache`).
+
+        Parameters
+        ----------
+        log_probs : Tensor of shape (n_samples, n_classes)
+            New log-probabilities of every training row, in graph-node order; stored
+            on the cache's device and in its dtype.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from nescal_sklearn.penalties import NeighbourhoodSmoothing
+        >>> smoothing = NeighbourhoodSmoothing(
+        ...     torch.tensor([[1], [0]]), torch.log(torch.full((2, 2), 0.5))
+        ... )
+        >>> smoothing.refill_cache(torch.log(torch.tensor([[0.9, 0.1], [0.2, 0.8]])))
+        >>> smoothing.cache.probs
+        tensor([[0.9000, 0.1000],
+                [0.2000, 0.8000]])
+        """
+        cache = self.cache
+        expected = (cache.n_samples, cache.n_classes)
+        if not isinstance(log_probs, Tensor) or tuple(log_probs.shape) != expected:
+            shape = tuple(log_probs.shape) if isinstance(log_probs, Tensor) else None
+            raise ValueError(
+                f"log_probs must be a tensor of shape {expected} (one row per cached "
+                f"training row); got {type(log_probs).__name__} with shape {shape}."
+            )
+        if not log_probs.is_floating_point():
+            raise ValueError(
+                f"log_probs must be a floating-point tensor; got dtype {log_probs.dtype}."
+            )
+        store = cache.log_probs
+        cache.log_probs = log_probs.detach().to(device=store.device, dtype=store.dtype).clone()
+        if self.divergence == "js" and self.aggregation == "pairwise":
+            cache.neg_entropy()  # the pairwise kernel reads it; fill it now, not in a batch
 
     def _soft_target(self, sums: Tensor, ids: Tensor) -> tuple[Tensor, Tensor]:
         """The soft target ``q̄^(1/T)`` (renormalised) and its log, from ``Σ_j q_ij``."""
@@ -265,6 +315,7 @@ class NeighbourhoodSmoothing:
         indices: Tensor,
         target: Tensor | None,
         sample_weight: Tensor | None = None,
+        update_cache: bool = True,
     ) -> Tensor:
         """The unfused computation, for the cases the fused kernels do not take (k = 0)."""
         log_p = F.log_softmax(logits, dim=-1)
@@ -281,7 +332,8 @@ class NeighbourhoodSmoothing:
             value = neighbourhood_penalty(
                 log_p, neighbour_log_probs, self.aggregation, weights=weights
             )
-        self.cache.update(indices, log_p.detach())
+        if update_cache:
+            self.cache.update(indices, log_p.detach())
         return value
 
     def _row_weights(
