@@ -234,7 +234,9 @@ CLASSIFIER_PARAMS = _classifier_params()
         (
             {"conditions": [{"kind": "blur"}]},
             "conditions[0].kind: expected one of ['gaussian_noise', 'missing_entries', "
-            "'shuffled_columns', 'scaled_rows'], got \"blur\"",
+            "'shuffled_columns', 'scaled_rows', 'feature_noise', 'missing_values', "
+            "'scale_drift', 'category_swap', 'pc_shift', 'foreign_rows', 'held_out_class'], "
+            "got \"blur\"",
         ),
         (
             {"conditions": [{"kind": "gaussian_noise"}]},

@@ -21,7 +21,7 @@ from nescal_sklearn.benchmark import (
     run_benchmark,
 )
 from nescal_sklearn.benchmark._conditions import condition_rng
-from nescal_sklearn.benchmark._registry import ood_metrics, predictive_entropy
+from nescal_sklearn.benchmark._registry import OOD_METRICS, ood_metrics, predictive_entropy
 
 SHIFT_CONDITIONS = [
     {"name": "noise_0.5", "kind": "gaussian_noise", "sd": 0.5},
@@ -149,7 +149,7 @@ def test_a_run_records_every_condition_at_every_stage(shift_run):
             assert set(by_stage) == {"raw", "temperature"}
             for metrics in by_stage.values():
                 if name.startswith("ood_"):
-                    assert set(metrics) == {"auroc", "max_proba"}
+                    assert set(metrics) == set(OOD_METRICS)
                     assert 0 <= metrics["auroc"] <= 1 and 0 < metrics["max_proba"] <= 1
                 else:
                     assert set(metrics) == set(record["test"]["raw"])
@@ -234,5 +234,6 @@ def test_compare_under_a_condition(shift_run, capsys):
     assert main(["compare", shift_run.output, "--condition", "ood_far", "--metric", "nll"]) == 2
     assert capsys.readouterr().err == (
         "nescal-bench: error: metric 'nll' is not recorded under condition 'ood_far'; expected "
-        "one of ['auroc', 'max_proba']\n"
+        "one of ['auroc', 'aupr_in', 'aupr_out', 'fpr95', 'msp_auroc', 'msp_aupr_in', "
+        "'msp_aupr_out', 'msp_fpr95', 'max_proba']\n"
     )

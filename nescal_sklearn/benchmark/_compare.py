@@ -5,7 +5,9 @@ references (a hindsight choice, which favours the reference), on the confirm see
 only, at every stage (raw, each calibrator): the number of datasets where the method
 is better on the seed-mean metric, the median relative change, the Wilcoxon
 signed-rank p-value of the changes across datasets and the median accuracy change;
-then per-dataset mean tables, and optionally a dot plot of the changes.
+then per-dataset mean tables, and optionally a dot plot of the changes. Several
+conditions (a corruption's severities, named by its family, or any list) can be pooled:
+the paired units are then (dataset, condition) pairs, and average ranks are added.
 
 Several folders are pooled: each contributes the fits its saved configuration reports
 (the chosen grid point of every method, on the confirm seeds), and a fit recorded in two
@@ -24,7 +26,7 @@ import numpy as np
 from ._conditions import CLEAN, Condition
 from ._registry import METRICS, Metric
 from ._results import load_results
-from ._stats import PairedComparison, paired_comparison
+from ._stats import PairedComparison, mean_ranks, paired_comparison
 
 __all__ = ["CompareError", "PooledResults", "compare_markdown", "plot_comparison", "pool_results"]
 
@@ -108,6 +110,53 @@ class PooledResults:
         seeds = {k: list(v) for k, v in self.fit_seeds.items() if k[0] in keep_methods}
         return PooledResults(self.seeds, keep_stages, dict(self.conditions), values, penalty, seeds)
 
+    @property
+    def families(self) -> dict[str, list[str]]:
+        """``family -> condition names`` of the corruptions at severities (by severity)."""
+        out: dict[str, list[tuple[int, str]]] = {}
+        for name, condition in self.conditions.items():
+            family = getattr(condition, "family", None)
+            if family is not None:
+                out.setdefault(family, []).append((condition.severity, name))
+        return {family: [name for _, name in sorted(items)] for family, items in out.items()}
+
+    def resolve(self, condition: str | Sequence[str]) -> list[str]:
+        """The condition names ``condition`` stands for: ``"clean"``, a condition, a
+        family of severities (every one of them), or a list of these.
+
+        Raises :class:`CompareError` for a name the results do not have.
+        """
+        asked = [condition] if isinstance(condition, str) else list(condition)
+        names: list[str] = []
+        for item in asked:
+            if item == CLEAN or item in self.conditions:
+                found = [item]
+            elif item in self.families:
+                found = self.families[item]
+            else:
+                families = f", families {list(self.families)}" if self.families else ""
+                raise CompareError(
+                    f"no evaluation condition {item!r} in the results; they have "
+                    f"{[CLEAN, *self.conditions]}{families}"
+                )
+            names += [name for name in found if name not in names]
+        if not names:
+            raise CompareError("no evaluation condition given")
+        return names
+
+    def cells(
+        self, method: str, conditions: Sequence[str], stage: str, metric: str
+    ) -> dict[str, float]:
+        """Seed means of ``method`` per dataset (one condition), or per ``"dataset,
+        condition"`` pair (several)."""
+        if len(conditions) == 1:
+            return self.means(method, conditions[0], stage, metric)
+        return {
+            f"{dataset}, {condition}": value
+            for condition in conditions
+            for dataset, value in self.means(method, condition, stage, metric).items()
+        }
+
     def means(self, method: str, condition: str, stage: str, metric: str) -> dict[str, float]:
         """``dataset -> mean over seeds`` of ``method`` (datasets that have the value)."""
         out = {}
@@ -151,22 +200,24 @@ def pool_results(
     return pooled
 
 
-def _metric(pooled: PooledResults, condition: str, metric: str | None) -> tuple[str, Metric]:
-    if condition == CLEAN:
-        registry, default = METRICS, "nll"
-    elif condition in pooled.conditions:
-        registry = pooled.conditions[condition].metrics
-        default = pooled.conditions[condition].default_metric
-    else:
+def _metric(pooled: PooledResults, names: Sequence[str], metric: str | None) -> tuple[str, Metric]:
+    registries = [
+        (METRICS, "nll")
+        if name == CLEAN
+        else (pooled.conditions[name].metrics, pooled.conditions[name].default_metric)
+        for name in names
+    ]
+    registry, default = registries[0]
+    if any(r is not registry for r, _ in registries):
         raise CompareError(
-            f"no evaluation condition {condition!r} in the results; they have "
-            f"{[CLEAN, *pooled.conditions]}"
+            f"the conditions {list(names)} record different metrics; pool shifted test rows "
+            "or out-of-distribution sets, not both"
         )
+    where = f"condition {names[0]!r}" if len(names) == 1 else f"conditions {list(names)}"
     name = default if metric is None else metric
     if name not in registry:
         raise CompareError(
-            f"metric {name!r} is not recorded under condition {condition!r}; expected one "
-            f"of {list(registry)}"
+            f"metric {name!r} is not recorded under {where}; expected one of {list(registry)}"
         )
     return name, registry[name]
 
@@ -181,9 +232,9 @@ def _stage_title(stage: str) -> str:
 
 @dataclass(frozen=True)
 class _Question:
-    """What one comparison measures: a condition, a metric, and whether accuracy is shown."""
+    """What one comparison measures: conditions, a metric, and whether accuracy is shown."""
 
-    condition: str
+    conditions: tuple[str, ...]
     metric: str
     info: Metric
     with_accuracy: bool
@@ -191,15 +242,15 @@ class _Question:
 
 def _compare(pooled, question: _Question, method: str, refs: Sequence[str], stage: str):
     q = question
-    references = {r: pooled.means(r, q.condition, stage, q.metric) for r in refs}
+    references = {r: pooled.cells(r, q.conditions, stage, q.metric) for r in refs}
     accuracy = None
     if q.with_accuracy:
         accuracy = (
-            pooled.means(method, q.condition, stage, "accuracy"),
-            {r: pooled.means(r, q.condition, stage, "accuracy") for r in refs},
+            pooled.cells(method, q.conditions, stage, "accuracy"),
+            {r: pooled.cells(r, q.conditions, stage, "accuracy") for r in refs},
         )
     return paired_comparison(
-        pooled.means(method, q.condition, stage, q.metric),
+        pooled.cells(method, q.conditions, stage, q.metric),
         references,
         greater_is_better=q.info.greater_is_better,
         accuracy=accuracy,
@@ -239,7 +290,13 @@ def _comparison_lines(pooled, question: _Question, refs: Sequence[str], title: s
 def _dataset_table(pooled, question: _Question, stage: str, bold: bool) -> list[str]:
     methods = pooled.methods
     lines = ["| dataset | " + " | ".join(methods) + " |", "|---" * (len(methods) + 1) + "|"]
-    means = {m: pooled.means(m, question.condition, stage, question.metric) for m in methods}
+    means = {}
+    for m in methods:  # several conditions: the mean over those the dataset has
+        by_dataset: dict[str, list[float]] = {}
+        for condition in question.conditions:
+            for dataset, value in pooled.means(m, condition, stage, question.metric).items():
+                by_dataset.setdefault(dataset, []).append(value)
+        means[m] = {dataset: float(np.mean(v)) for dataset, v in by_dataset.items()}
     pick = max if question.info.greater_is_better else min
     for dataset in pooled.datasets:
         values = {m: means[m][dataset] for m in methods if dataset in means[m]}
@@ -280,12 +337,34 @@ def _penalty_lines(pooled: PooledResults) -> list[str]:
     return lines
 
 
+def _describe(names: Sequence[str]) -> str:
+    return ", ".join(f"`{n}`" for n in names)
+
+
+def _rank_lines(pooled: PooledResults, question: _Question) -> list[str]:
+    """Average ranks of every method at every stage over the units all of them have."""
+    methods = pooled.methods
+    what = "(dataset, condition) pairs" if len(question.conditions) > 1 else "datasets"
+    lines = [
+        f"## Average ranks over {what} (1 = best {question.info.label})",
+        "",
+        "| stage | units | " + " | ".join(methods) + " |",
+        "|---|---" + "|---" * len(methods) + "|",
+    ]
+    for stage in pooled.stages:
+        values = {m: pooled.cells(m, question.conditions, stage, question.metric) for m in methods}
+        ranks, n = mean_ranks(values, greater_is_better=question.info.greater_is_better)
+        cells = " | ".join(f"{ranks[m]:.2f}" for m in methods)
+        lines.append(f"| {_stage_label(stage)} | {n} | {cells} |")
+    return [*lines, ""]
+
+
 def compare_markdown(
     pooled: PooledResults,
     *,
     references: Sequence[str] = ("ce", "label_smoothing"),
     best_of: Sequence[str] = ("ce", "label_smoothing"),
-    condition: str = CLEAN,
+    condition: str | Sequence[str] = CLEAN,
     metric: str | None = None,
 ) -> str:
     """The comparison tables as Markdown.
@@ -298,8 +377,12 @@ def compare_markdown(
         Methods every other is compared with (skipped when absent).
     best_of : sequence of str, default=("ce", "label_smoothing")
         Also compare with the per-dataset better of these (when at least two are present).
-    condition : str, default="clean"
-        The test rows (``"clean"``) or an evaluation condition of the runs.
+    condition : str or sequence of str, default="clean"
+        The test rows (``"clean"``), an evaluation condition of the runs, a family of
+        severities (``"noise"`` for ``noise@1`` ... ``noise@5``), or a list of these.
+        Several conditions are pooled: the paired units are (dataset, condition) pairs,
+        the per-dataset tables give the mean over the conditions, and a table of average
+        ranks over the pairs is added.
     metric : str or None, default=None
         The compared metric; None: NLL, or the condition's own default (the entropy
         AUROC for an out-of-distribution condition).
@@ -307,27 +390,42 @@ def compare_markdown(
     Raises
     ------
     CompareError
-        For an unknown condition or metric.
+        For an unknown condition or metric, or conditions that record different metrics.
     """
-    name, info = _metric(pooled, condition, metric)
-    with_accuracy = condition == CLEAN or "accuracy" in pooled.conditions[condition].metrics
-    question = _Question(condition, name, info, with_accuracy and name != "accuracy")
+    names = pooled.resolve(condition)
+    name, info = _metric(pooled, names, metric)
+    with_accuracy = names[0] == CLEAN or "accuracy" in pooled.conditions[names[0]].metrics
+    question = _Question(tuple(names), name, info, with_accuracy and name != "accuracy")
     methods = pooled.methods
-    under = "" if condition == CLEAN else f" under `{condition}`"
+    pooling = len(names) > 1
+    if pooling:
+        under = f" pooled over {len(names)} conditions ({_describe(names)})"
+    else:
+        under = "" if names[0] == CLEAN else f" under `{names[0]}`"
     lines = [
         f"# Paired comparisons{under}, confirm seeds {pooled.seeds}, "
         f"{len(pooled.datasets)} datasets",
         "",
     ]
+    if pooling:
+        lines += [
+            "Each paired unit is a (dataset, condition) pair: the counts, medians and the "
+            "Wilcoxon test run over the pairs both methods have.",
+            "",
+        ]
     for reference in references:
         if reference in methods:
             lines += _comparison_lines(pooled, question, [reference], f"Against `{reference}`")
     present = [r for r in best_of if r in methods]
     if len(present) > 1:
-        names = " and ".join(f"`{r}`" for r in present)
-        title = f"Against the better of {names} (per dataset and stage)"
+        names_text = " and ".join(f"`{r}`" for r in present)
+        title = f"Against the better of {names_text} (per dataset and stage)"
         lines += _comparison_lines(pooled, question, present, title)
-    label = f"test {info.label}" if condition == CLEAN else f"{info.label}{under}"
+    if pooling:
+        lines += _rank_lines(pooled, question)
+        label = f"{info.label}, mean over the {len(names)} conditions,"
+    else:
+        label = f"test {info.label}" if names[0] == CLEAN else f"{info.label}{under}"
     calibrated = [s for s in pooled.stages if s != "raw"]
     for stage in calibrated:
         title = f"{label[0].upper()}{label[1:]} after {_stage_title(stage)}"
@@ -348,11 +446,12 @@ def plot_comparison(
     reference: str,
     path: Path,
     *,
-    condition: str = CLEAN,
+    condition: str | Sequence[str] = CLEAN,
     metric: str | None = None,
 ) -> Path:
-    """Draw the per-dataset changes of ``methods`` against ``reference`` (after the first
-    calibrator, or raw without one) to the PNG ``path``.
+    """Draw the per-dataset (or, pooling conditions, per-pair) changes of ``methods``
+    against ``reference`` (after the first calibrator, or raw without one) to the PNG
+    ``path``; ``condition`` as in :func:`compare_markdown`.
 
     Raises
     ------
@@ -361,14 +460,15 @@ def plot_comparison(
     """
     from ._figures import plot_changes
 
-    name, info = _metric(pooled, condition, metric)
+    names = pooled.resolve(condition)
+    name, info = _metric(pooled, names, metric)
     unknown = sorted(set(methods) - set(pooled.methods))
     if unknown:
         raise CompareError(f"--plot-methods: no records of {unknown}; methods are {pooled.methods}")
     if reference not in pooled.methods:
         raise CompareError(f"--plot: no records of reference {reference!r}")
     stage = next((s for s in pooled.stages if s != "raw"), "raw")
-    question = _Question(condition, name, info, False)
+    question = _Question(tuple(names), name, info, False)
     comparisons: dict[str, PairedComparison] = {}
     for method in methods:
         c = _compare(pooled, question, method, [reference], stage)
@@ -376,7 +476,10 @@ def plot_comparison(
             comparisons[method] = c
     if not comparisons:
         raise CompareError(f"--plot: no dataset has both {list(methods)} and {reference!r}")
-    under = "" if condition == CLEAN else f" under {condition}"
+    if len(names) > 1:
+        under = f" pooled over {len(names)} conditions"
+    else:
+        under = "" if names[0] == CLEAN else f" under {names[0]}"
     return plot_changes(
         comparisons,
         reference,

@@ -1,114 +1,80 @@
 """Evaluation conditions: the test rows shifted, and out-of-distribution (OOD) rows.
 
-Each condition is built from the preprocessed test matrix of a fit, with its own
-generator seeded by the fit's seed and the condition's name (:func:`condition_rng`), so
-every method sees the same rows. Two families:
+Each condition is built from the fit's preprocessed split (:class:`ConditionContext`),
+with its own generator seeded by the fit's seed and the condition's name
+(:func:`condition_rng`), so every method sees the same rows. Two families:
 
 * :class:`ShiftCondition` corrupts the test rows; the fit records every metric of
-  :data:`~._registry.METRICS` on them against the test labels.
+  :data:`~._registry.METRICS` on them against the test labels. Besides the two fixed
+  corruptions here (``gaussian_noise``, ``missing_entries``), :mod:`._corruptions` has
+  the corruptions at severities 1-5.
 * :class:`OODCondition` makes rows that belong to no class; the fit records every
-  metric of :data:`~._registry.OOD_METRICS`, which tell the clean test rows (0) from
-  them (1).
+  metric of :data:`~._registry.OOD_METRICS`, which tell the in-distribution rows (0)
+  from them (1). Here: shuffled columns and scaled rows; :mod:`._ood_sets` has the rows
+  of another dataset and the class held out of training.
 
 One small class per kind; :data:`CONDITIONS` is the only place where a configuration
-``kind`` becomes a class. A new kind (another OOD set, a severity scale) is a new
-class; a new OOD score is a new entry of ``OOD_METRICS``.
+``kind`` becomes a class. A new kind is a new class; a new OOD score is a new entry of
+``OOD_METRICS``.
 """
 
 from __future__ import annotations
 
-import zlib
-from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
-from ._registry import METRICS, OOD_METRICS, Metric, label_metrics, ood_metrics
+from ._condition_base import (
+    CLEAN,
+    Condition,
+    ConditionContext,
+    ConditionSkipped,
+    OODCondition,
+    ShiftCondition,
+    condition_rng,
+)
+from ._corruptions import (
+    CategorySwap,
+    Corruption,
+    FeatureNoise,
+    MissingValues,
+    PCShift,
+    ScaleDrift,
+)
+from ._ood_sets import ForeignRows, HeldOutClass
 from ._specs import ConfigError, _fail, _is_real, _mapping
 
 __all__ = [
     "CLEAN",
     "CONDITIONS",
+    "CategorySwap",
     "Condition",
+    "ConditionContext",
+    "ConditionSkipped",
+    "Corruption",
+    "FeatureNoise",
+    "ForeignRows",
     "GaussianNoise",
+    "HeldOutClass",
     "MissingEntries",
+    "MissingValues",
     "OODCondition",
+    "PCShift",
+    "ScaleDrift",
     "ScaledRows",
     "ShiftCondition",
     "ShuffledColumns",
     "condition_rng",
 ]
 
-#: Name of the unmodified test rows (``record["test"]``), which no condition may take.
-CLEAN = "clean"
 
+class _OfTestMatrix:
+    """A condition whose rows depend on the preprocessed test matrix alone (:meth:`rows`)."""
 
-def condition_rng(seed: int, name: str) -> np.random.Generator:
-    """The generator of one condition: fixed by the fit's seed and the condition's name.
-
-    Examples
-    --------
-    >>> from nescal_sklearn.benchmark._conditions import condition_rng
-    >>> first, again = condition_rng(3, "noise_0.5"), condition_rng(3, "noise_0.5")
-    >>> bool(first.integers(100) == again.integers(100))
-    True
-    """
-    return np.random.default_rng([seed, zlib.crc32(name.encode())])
-
-
-class Condition(ABC):
-    """One evaluation condition; subclasses are frozen dataclasses with a ``name`` field."""
-
-    #: Configuration ``kind`` of the condition.
-    kind: ClassVar[str]
-    #: The metrics the condition records, and the one ``nescal-bench compare`` uses.
-    metrics: ClassVar[Mapping[str, Metric]]
-    default_metric: ClassVar[str]
-
-    name: str
-
-    @classmethod
-    @abstractmethod
-    def from_config(cls, path: str, entry: Mapping[str, Any]) -> Condition:
-        """Validate a configuration entry of this kind."""
-
-    @abstractmethod
-    def params(self) -> dict:
-        """The condition's settings (its configuration entry less ``name`` and ``kind``)."""
-
-    @abstractmethod
-    def rows(self, X_test: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """The condition's rows, built from the preprocessed test matrix."""
-
-    @abstractmethod
-    def score(self, y_test, proba_test: np.ndarray, proba: np.ndarray, classes) -> dict:
-        """The recorded metrics, from the predictions on the clean test rows and on
-        :meth:`rows`."""
-
-    def to_json(self) -> dict:
-        return {"name": self.name, "kind": self.kind, **self.params()}
-
-
-class ShiftCondition(Condition):
-    """The test rows, corrupted; scored like the test rows (every metric of ``METRICS``)."""
-
-    metrics = METRICS
-    default_metric = "nll"
-
-    def score(self, y_test, proba_test, proba, classes) -> dict:
-        return label_metrics(y_test, proba, classes)
-
-
-class OODCondition(Condition):
-    """Rows of no class, as many as the test rows; scored against the clean test rows."""
-
-    metrics = OOD_METRICS
-    default_metric = "auroc"
-
-    def score(self, y_test, proba_test, proba, classes) -> dict:
-        return ood_metrics(proba_test, proba)
+    def apply(self, context: ConditionContext, rng: np.random.Generator) -> np.ndarray:
+        return self.rows(context.X_test, rng)
 
 
 def _real(path: str, entry: Mapping, key: str, default: float | None, low: float, high=None):
@@ -131,7 +97,7 @@ def _one_number(cls, path: str, entry: Mapping, key: str, default, low: float, h
 
 
 @dataclass(frozen=True)
-class GaussianNoise(ShiftCondition):
+class GaussianNoise(_OfTestMatrix, ShiftCondition):
     """Independent N(0, sd²) noise added to every entry of the preprocessed test matrix.
 
     Numeric columns are standardised on the training rows, so ``sd`` is in units of
@@ -164,10 +130,11 @@ class GaussianNoise(ShiftCondition):
 
 
 @dataclass(frozen=True)
-class MissingEntries(ShiftCondition):
+class MissingEntries(_OfTestMatrix, ShiftCondition):
     """``round(fraction * size)`` entries of the preprocessed test matrix, drawn uniformly
     without replacement, set to 0: the training mean of a standardised column, "not this
-    category" for a one-hot column.
+    category" for a one-hot column. (The pipeline would impute the training median and
+    the most frequent category instead: :class:`MissingValues` does that, at severities.)
 
     Examples
     --------
@@ -197,7 +164,7 @@ class MissingEntries(ShiftCondition):
 
 
 @dataclass(frozen=True)
-class ShuffledColumns(OODCondition):
+class ShuffledColumns(_OfTestMatrix, OODCondition):
     """Every column of the test matrix permuted on its own: the marginals are kept, the
     dependencies between features destroyed."""
 
@@ -219,7 +186,7 @@ class ShuffledColumns(OODCondition):
 
 
 @dataclass(frozen=True)
-class ScaledRows(OODCondition):
+class ScaledRows(_OfTestMatrix, OODCondition):
     """The test rows multiplied by ``factor``: far from the training data, where ReLU
     networks extrapolate with growing confidence (the generator is not used)."""
 
@@ -240,5 +207,18 @@ class ScaledRows(OODCondition):
 
 #: Configuration ``kind`` of a condition -> its class.
 CONDITIONS: dict[str, type[Condition]] = {
-    cls.kind: cls for cls in (GaussianNoise, MissingEntries, ShuffledColumns, ScaledRows)
+    cls.kind: cls
+    for cls in (
+        GaussianNoise,
+        MissingEntries,
+        ShuffledColumns,
+        ScaledRows,
+        FeatureNoise,
+        MissingValues,
+        ScaleDrift,
+        CategorySwap,
+        PCShift,
+        ForeignRows,
+        HeldOutClass,
+    )
 }

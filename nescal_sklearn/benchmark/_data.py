@@ -16,6 +16,7 @@ from sklearn.model_selection import train_test_split
 __all__ = [
     "MIN_ROWS_PER_CLASS",
     "SUBSAMPLE_SEED",
+    "ColumnLayout",
     "Split",
     "cap_rows",
     "make_imbalanced",
@@ -34,9 +35,91 @@ SUBSAMPLE_SEED = 0
 MIN_ROWS_PER_CLASS = 3
 
 
+def _is_missing(value) -> bool:
+    return value is None or (isinstance(value, float) and np.isnan(value))
+
+
+@dataclass(frozen=True)
+class ColumnLayout:
+    """What the columns of a preprocessed matrix are, and what the pipeline imputes.
+
+    Attributes
+    ----------
+    numeric : ndarray of int
+        Positions of the numeric (imputed, then standardised) columns.
+    numeric_fill : ndarray of float
+        For each of them, the preprocessed value of a missing entry: the training median
+        standardised (:func:`~nescal_sklearn.make_tabular_preprocessor` imputes the
+        median); 0, the training mean, for a plain array, which is only standardised.
+    groups : tuple of ndarray of int
+        Positions of the one-hot columns of each categorical feature, one array per
+        feature (its training categories, and an infrequent bucket where one exists).
+    group_fill : tuple of int
+        For each group, the column set to 1 for a missing value (the most frequent
+        training category, which the pipeline imputes); -1 when none is.
+
+    Examples
+    --------
+    >>> from nescal_sklearn.benchmark._data import ColumnLayout
+    >>> layout = ColumnLayout.all_numeric(3)
+    >>> layout.numeric.tolist(), layout.numeric_fill.tolist(), layout.groups
+    ([0, 1, 2], [0.0, 0.0, 0.0], ())
+    """
+
+    numeric: np.ndarray
+    numeric_fill: np.ndarray
+    groups: tuple[np.ndarray, ...] = ()
+    group_fill: tuple[int, ...] = ()
+
+    @classmethod
+    def all_numeric(cls, n_features: int) -> ColumnLayout:
+        """Every column numeric and standardised, a missing entry at the training mean 0."""
+        return cls(np.arange(n_features), np.zeros(n_features))
+
+    @classmethod
+    def of_preprocessor(cls, preprocess, n_features: int) -> ColumnLayout:
+        """The layout of a fitted :func:`~nescal_sklearn.make_tabular_preprocessor` (or of
+        any other fitted transformer: then every column counts as numeric, imputed at 0)."""
+        slices = getattr(preprocess, "output_indices_", None)
+        if slices is None or "numeric" not in slices or "categorical" not in slices:
+            return cls.all_numeric(n_features)
+        numeric = np.arange(n_features)[slices["numeric"]]
+        numeric_fill = np.zeros(len(numeric))
+        if len(numeric):
+            steps = preprocess.named_transformers_["numeric"]
+            medians = steps[-2].statistics_
+            kept = medians[~np.isnan(medians)]  # all-missing training columns are dropped
+            numeric_fill = steps[-1].transform(kept[None, :])[0].astype(np.float64)
+        categorical = np.arange(n_features)[slices["categorical"]]
+        if not len(categorical):
+            return cls(numeric, numeric_fill)
+        steps = preprocess.named_transformers_["categorical"]
+        imputer, encoder = steps[-2], steps[-1]
+        infrequent = getattr(encoder, "infrequent_categories_", [None] * len(encoder.categories_))
+        sizes = [
+            len(cats) - (0 if rare is None else len(rare) - 1)
+            for cats, rare in zip(encoder.categories_, infrequent, strict=True)
+        ]
+        if sum(sizes) != len(categorical):
+            return cls.all_numeric(n_features)  # an encoder this layout does not know
+        bounds = np.cumsum([0, *sizes])
+        groups = tuple(categorical[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True))
+        modes = [m for m in imputer.statistics_ if not _is_missing(m)]  # as the imputer drops
+        filled = encoder.transform(np.asarray([modes], dtype=object))[0]
+        group_fill = tuple(
+            int(np.argmax(filled[a:b])) if filled[a:b].any() else -1
+            for a, b in zip(bounds[:-1], bounds[1:], strict=True)
+        )
+        return cls(numeric, numeric_fill, groups, group_fill)
+
+
 @dataclass(frozen=True)
 class Split:
-    """Preprocessed arrays of a train / validation / test split, and the dataset's classes."""
+    """Preprocessed arrays of a train / validation / test split, and the dataset's classes.
+
+    ``layout`` says which preprocessed columns are numeric and which form one
+    categorical feature (None: every column numeric, see :class:`ColumnLayout`).
+    """
 
     X_train: np.ndarray
     y_train: np.ndarray
@@ -45,6 +128,7 @@ class Split:
     X_test: np.ndarray
     y_test: np.ndarray
     classes: np.ndarray
+    layout: ColumnLayout | None = None
 
 
 def take_rows(X, index: np.ndarray):
@@ -169,7 +253,8 @@ def preprocess_split(
     Returns
     -------
     Split
-        float32 matrices and the labels of each part.
+        float32 matrices and the labels of each part, and the :class:`ColumnLayout` of
+        the preprocessed columns.
     """
     if hasattr(X, "columns"):
         from ..estimator import make_tabular_preprocessor
@@ -184,14 +269,16 @@ def preprocess_split(
     def transformed(fitted_output):
         return np.asarray(fitted_output, dtype=np.float32)
 
+    X_train = transformed(preprocess.fit_transform(take_rows(X, train)))
     return Split(
-        X_train=transformed(preprocess.fit_transform(take_rows(X, train))),
+        X_train=X_train,
         y_train=y[train],
         X_val=transformed(preprocess.transform(take_rows(X, validation))),
         y_val=y[validation],
         X_test=transformed(preprocess.transform(take_rows(X, test))),
         y_test=y[test],
         classes=np.unique(y) if classes is None else np.asarray(classes),
+        layout=ColumnLayout.of_preprocessor(preprocess, X_train.shape[1]),
     )
 
 

@@ -261,7 +261,8 @@ def calibrators_section(data: Any, *, check_params: bool) -> tuple[CalibratorSpe
 
 
 # --------------------------------------------------------------------------- conditions
-def condition_entry(path: str, entry: Any) -> Condition:
+def condition_entries(path: str, entry: Any) -> tuple[Condition, ...]:
+    """The conditions of one entry: one, or one per severity of a ``severities`` list."""
     _object(path, entry)
     kind = entry.get("kind")
     if kind not in CONDITIONS:
@@ -269,23 +270,29 @@ def condition_entry(path: str, entry: Any) -> Condition:
     name = entry.get("name", "")
     if "name" in entry and (not isinstance(name, str) or not name):
         raise _fail(f"{path}.name", "a non-empty string", name)
-    return CONDITIONS[kind].from_config(path, entry)
+    return CONDITIONS[kind].expand(path, entry)
 
 
 def conditions_section(data: Any) -> tuple[Condition, ...]:
     entries = data.get("conditions", [])
     if not isinstance(entries, list):
         raise _fail("conditions", "a list of evaluation conditions", entries)
-    conditions: list[Condition] = []
+    conditions: dict[str, tuple[int, Condition]] = {}
     for i, entry in enumerate(entries):
-        condition = condition_entry(f"conditions[{i}]", entry)
-        if condition.name == CLEAN:
-            raise ConfigError(
-                f"conditions[{i}].name", f"{CLEAN!r} names the unmodified test rows; pick another"
-            )
-        _check_unique_name("conditions", "condition", i, condition, conditions)
-        conditions.append(condition)
-    return tuple(conditions)
+        for condition in condition_entries(f"conditions[{i}]", entry):
+            if condition.name == CLEAN:
+                raise ConfigError(
+                    f"conditions[{i}].name",
+                    f"{CLEAN!r} names the unmodified test rows; pick another",
+                )
+            if condition.name in conditions:
+                j = conditions[condition.name][0]
+                raise ConfigError(
+                    f"conditions[{i}].name",
+                    f"duplicate condition name {condition.name!r} (also conditions[{j}])",
+                )
+            conditions[condition.name] = (i, condition)
+    return tuple(condition for _, condition in conditions.values())
 
 
 # --------------------------------------------------------------------------- small sections

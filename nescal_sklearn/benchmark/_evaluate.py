@@ -1,5 +1,6 @@
 """Measure fitted models: every stage (raw, each calibrator) on the validation and test
-rows, the test reliability bins, and every evaluation condition."""
+rows, the test reliability bins, and every evaluation condition (a condition that
+refits, on the stages of its own fit)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,11 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ._conditions import Condition, condition_rng
+from ._conditions import Condition, ConditionContext, ConditionSkipped, condition_rng
 from ._data import Split
 from ._registry import METRICS, N_BINS, label_metrics
 
-__all__ = ["aligned_proba", "evaluate_stages", "reliability_bins"]
+__all__ = ["aligned_proba", "evaluate_refit", "evaluate_stages", "reliability_bins"]
 
 
 def aligned_proba(model, X, classes: np.ndarray) -> np.ndarray:
@@ -52,9 +53,14 @@ def reliability_bins(y, proba, classes) -> dict:
 
 
 def evaluate_stages(
-    stages: Mapping[str, object], split: Split, conditions: tuple[Condition, ...], seed: int
+    stages: Mapping[str, object],
+    split: Split,
+    conditions: tuple[Condition, ...],
+    seed: int,
+    context: ConditionContext | None = None,
 ) -> dict:
-    """The ``validation``, ``test``, ``reliability`` and ``conditions`` parts of a record.
+    """The ``validation``, ``test``, ``reliability``, ``conditions`` and
+    ``skipped_conditions`` parts of a record.
 
     Parameters
     ----------
@@ -63,16 +69,22 @@ def evaluate_stages(
     split : Split
         The fit's split.
     conditions : tuple of Condition
-        Evaluation conditions: each builds its rows from ``split.X_test`` with
-        :func:`condition_rng` of ``seed`` and its name, once for every stage.
+        Evaluation conditions: each builds its rows from ``context`` with
+        :func:`condition_rng` of ``seed`` and its ``stream`` (its name, or a corruption's
+        family), once for every stage. Conditions that refit (:class:`HeldOutClass`) are
+        left to :func:`evaluate_refit`.
     seed : int
         The fit's seed.
+    context : ConditionContext or None, default=None
+        What the conditions see; None: the split alone (no dataset name, the default
+        data folder).
 
     Returns
     -------
     dict
-        ``validation[stage]["nll"]``, ``test[stage][metric]``, ``reliability[stage]``
-        and ``conditions[name][stage][metric]``.
+        ``validation[stage]["nll"]``, ``test[stage][metric]``, ``reliability[stage]``,
+        ``conditions[name][stage][metric]`` and ``skipped_conditions[name]`` (the reason
+        a condition did not apply).
     """
     classes = split.classes
     validation, test, reliability, proba_test = {}, {}, {}, {}
@@ -82,18 +94,55 @@ def evaluate_stages(
         validation[name] = {"nll": float(METRICS["nll"].function(split.y_val, proba_val, classes))}
         test[name] = label_metrics(split.y_test, proba_test[name], classes)
         reliability[name] = reliability_bins(split.y_test, proba_test[name], classes)
-    measured: dict[str, dict] = {}
+    context = ConditionContext(split) if context is None else context
+    built: list[tuple[Condition, np.ndarray]] = []
+    skipped: dict[str, str] = {}
     for condition in conditions:
-        rows = condition.rows(split.X_test, condition_rng(seed, condition.name))
-        measured[condition.name] = {
-            name: condition.score(
-                split.y_test, proba_test[name], aligned_proba(fitted, rows, classes), classes
+        if condition.refits:
+            continue
+        try:
+            built.append(
+                (condition, condition.apply(context, condition_rng(seed, condition.stream)))
             )
-            for name, fitted in stages.items()
-        }
+        except ConditionSkipped as exc:
+            skipped[condition.name] = str(exc)
+    measured: dict[str, dict] = {condition.name: {} for condition, _ in built}
+    if built:  # one prediction per stage for the rows of every condition
+        stacked = np.concatenate([rows for _, rows in built])
+        ends = np.cumsum([len(rows) for _, rows in built])
+        for name, fitted in stages.items():
+            parts = np.split(aligned_proba(fitted, stacked, classes), ends[:-1])
+            for (condition, _), proba in zip(built, parts, strict=True):
+                measured[condition.name][name] = condition.score(
+                    split.y_test, proba_test[name], proba, classes
+                )
     return {
         "validation": validation,
         "test": test,
         "reliability": reliability,
         "conditions": measured,
+        "skipped_conditions": skipped,
+    }
+
+
+def evaluate_refit(
+    condition: Condition,
+    stages: Mapping[str, object],
+    reduced: Split,
+    context: ConditionContext,
+    seed: int,
+) -> dict:
+    """``conditions[name]`` of a condition that refits: each stage fitted on ``reduced``
+    (:meth:`HeldOutClass.refit_split`), scored on ``reduced``'s test rows
+    (in-distribution) against the condition's rows."""
+    rows = condition.apply(context, condition_rng(seed, condition.stream))
+    classes = reduced.classes
+    return {
+        name: condition.score(
+            reduced.y_test,
+            aligned_proba(fitted, reduced.X_test, classes),
+            aligned_proba(fitted, rows, classes),
+            classes,
+        )
+        for name, fitted in stages.items()
     }

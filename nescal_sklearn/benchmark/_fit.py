@@ -20,8 +20,9 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.frozen import FrozenEstimator
 
+from ._conditions import ConditionContext, ConditionSkipped
 from ._data import Split
-from ._evaluate import evaluate_stages
+from ._evaluate import evaluate_refit, evaluate_stages
 from ._external import calibrator_summary
 from ._plan import FitTask
 from ._records import RecordStore, library_versions
@@ -106,7 +107,64 @@ def _fit_info(model) -> dict:
         value = getattr(model, attr, None)
         if value is not None:
             info[attr.rstrip("_")] = value if isinstance(value, str) else int(np.max(value))
+    history = getattr(model, "history_", None)
+    if history is not None:
+        # Seconds per fit of the parts a report prices separately (NeSCal's graph build and
+        # the cache refill of cache="epoch"), summed over the epochs that logged them.
+        for key in ("graph_seconds", "cache_seconds"):
+            logged = [row[key] for row in history if key in row]
+            if logged:
+                info[key] = float(np.sum(logged))
     return info
+
+
+def _calibrate(model, split: Split, calibrators) -> tuple[dict, dict]:
+    """``({"raw": model, stage: fitted calibrator, ...}, {stage: {"error": ...}})``: each
+    calibrator around ``FrozenEstimator(model)`` fitted on the validation rows; one that
+    raises fails its stage only."""
+    stages = {"raw": model}
+    failed: dict[str, dict] = {}
+    for spec in calibrators:
+        calibrator = CALIBRATORS[spec.name](FrozenEstimator(model), **spec.params)
+        try:
+            stages[spec.stage] = calibrator.fit(split.X_val, split.y_val)
+        except Exception as exc:  # that stage only: the model and the others stay
+            failed[spec.stage] = {"error": f"{type(exc).__name__}: {exc}"}
+    return stages, failed
+
+
+def _refit_conditions(task: FitTask, split: Split, context: ConditionContext) -> dict:
+    """Conditions that need a model fitted without some training rows: each fits a clone
+    of the task's estimator on its :meth:`refit_split`, calibrates it like the main
+    model, and measures it. Returns ``conditions``, ``skipped`` (reasons) and ``refits``
+    (the rows, the held-out label, the seconds and any failed stage of each refit)."""
+    conditions, skipped, refits = {}, {}, {}
+    for condition in task.conditions:
+        if not condition.refits:
+            continue
+        try:
+            reduced = condition.refit_split(split)
+        except ConditionSkipped as exc:
+            skipped[condition.name] = str(exc)
+            continue
+        start = time.perf_counter()
+        try:
+            model = _fit(clone(task.estimator), reduced, task.budget.threads)
+            stages, failed = _calibrate(model, reduced, task.calibrators)
+            conditions[condition.name] = evaluate_refit(
+                condition, stages, reduced, context, task.seed
+            )
+        except Exception as exc:  # the refit only: the main model's record stays
+            skipped[condition.name] = f"its refit failed: {type(exc).__name__}: {exc}"
+            continue
+        held_out = condition.held_out(split)
+        refits[condition.name] = {
+            "held_out": held_out.item() if hasattr(held_out, "item") else held_out,
+            "n_train": len(reduced.y_train),
+            "seconds": time.perf_counter() - start,
+            **({"failed_stages": failed} if failed else {}),
+        }
+    return {"conditions": conditions, "skipped": skipped, "refits": refits}
 
 
 def execute_fit(task: FitTask) -> dict:
@@ -120,19 +178,24 @@ def execute_fit(task: FitTask) -> dict:
             model = _fit(clone(task.estimator), split, task.budget.threads)
         fit_seconds = time.perf_counter() - start
 
-        stages = {"raw": model}
-        failed: dict[str, dict] = {}
         start = time.perf_counter()
         with collect_warnings(caught):
-            for spec in task.calibrators:
-                calibrator = CALIBRATORS[spec.name](FrozenEstimator(model), **spec.params)
-                try:
-                    stages[spec.stage] = calibrator.fit(split.X_val, split.y_val)
-                except Exception as exc:  # that stage only: the model and the others stay
-                    failed[spec.stage] = {"error": f"{type(exc).__name__}: {exc}"}
+            stages, failed = _calibrate(model, split, task.calibrators)
         calibration_seconds = time.perf_counter() - start
+        context = ConditionContext(split, task.dataset.name, task.data.data_dir)
+        start = time.perf_counter()
         with collect_warnings(caught):  # predictions warn too (lightning, sklearn's metrics)
-            measured = evaluate_stages(stages, split, task.conditions, task.seed)
+            measured = evaluate_stages(stages, split, task.conditions, task.seed, context)
+        evaluation_seconds = time.perf_counter() - start
+        start = time.perf_counter()
+        with collect_warnings(caught):
+            refitted = _refit_conditions(task, split, context)
+        refit_seconds = time.perf_counter() - start
+        found = {**measured["conditions"], **refitted["conditions"]}
+        skipped = {**measured["skipped_conditions"], **refitted["skipped"]}
+        order = [c.name for c in task.conditions]
+        measured["conditions"] = {name: found[name] for name in order if name in found}
+        measured["skipped_conditions"] = {name: skipped[name] for name in order if name in skipped}
 
     return {
         "key": task.key,
@@ -151,7 +214,11 @@ def execute_fit(task: FitTask) -> dict:
             "n_classes": len(split.classes),
         },
         **measured,
-        "fit": {**_fit_info(model), "warnings": caught},
+        "fit": {
+            **_fit_info(model),
+            "warnings": caught,
+            **({"refits": refitted["refits"]} if refitted["refits"] else {}),
+        },
         "calibrators": {
             **{name: calibrator_summary(f) for name, f in stages.items() if name != "raw"},
             **failed,
@@ -160,6 +227,8 @@ def execute_fit(task: FitTask) -> dict:
         "run": {
             "fit_seconds": fit_seconds,
             "calibration_seconds": calibration_seconds,
+            "evaluation_seconds": evaluation_seconds,
+            **({"refit_seconds": refit_seconds} if refitted["refits"] else {}),
             "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "host": platform.node(),
         },

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,6 +19,7 @@ __all__ = [
     "PairedComparison",
     "average_ranks",
     "confirm_frame",
+    "mean_ranks",
     "mean_table",
     "paired_comparison",
     "paired_means",
@@ -175,6 +176,44 @@ def paired_comparison(
         p_value=wilcoxon_p(changes),
         accuracy_change=accuracy_change,
     )
+
+
+def mean_ranks(
+    values: Mapping[str, Mapping[Hashable, float]], *, greater_is_better: bool
+) -> tuple[dict[str, float], int]:
+    """Average rank (1 = best, ties averaged) of each method over the units every method
+    has: datasets, or (dataset, condition) pairs when settings are pooled.
+
+    Parameters
+    ----------
+    values : mapping
+        ``method -> unit -> value``.
+    greater_is_better : bool
+        Direction of the metric.
+
+    Returns
+    -------
+    ranks : dict
+        ``method -> mean rank`` (NaN for every method when no unit has them all).
+    n_units : int
+        The units ranked.
+
+    Examples
+    --------
+    >>> from nescal_sklearn.benchmark._stats import mean_ranks
+    >>> mean_ranks({"a": {"x": 1.0, "y": 2.0}, "b": {"x": 2.0, "y": 2.0, "z": 0.0}},
+    ...            greater_is_better=False)
+    ({'a': 1.25, 'b': 1.75}, 2)
+    """
+    methods = list(values)
+    units = [u for u in next(iter(values.values()), {}) if all(u in values[m] for m in methods)]
+    if not units:
+        return {m: math.nan for m in methods}, 0
+    table = np.array([[values[m][u] for m in methods] for u in units], dtype=float)
+    if greater_is_better:
+        table = -table
+    ranks = np.vstack([rankdata(row) for row in table]).mean(axis=0)
+    return dict(zip(methods, ranks.tolist(), strict=True)), len(units)
 
 
 # --------------------------------------------------------------------------- report tables
