@@ -180,12 +180,12 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         Torch intra-op and BLAS/OpenMP threads during ``fit``, ``predict``,
         ``predict_proba`` and ``decision_function`` (set with
         ``torch.set_num_threads`` and threadpoolctl, and restored afterwards); None
-        leaves the process's settings alone. The default 1 is the safe choice for a
-        batched MLP on CPU: fits side by side (``GridSearchCV(n_jobs=2)``, joblib
-        workers, a loaded machine) with more threads than cores each were measured
-        10-50× slower, while a lone fit gains little from more threads (see
-        ``docs/nescal.md``, "Threads"). Use more for large networks on an idle
-        machine, or on a GPU where it does not matter.
+        leaves the process's settings alone. The default 1 is the safe choice on a
+        shared CPU: on 2 cores a lone fit at torch's default 2 threads was 1.4×
+        faster on an idle machine but 7× slower while other processes used the cores,
+        and ``GridSearchCV(n_jobs=2)`` 1.65× slower (``benchmarks/threads.py``;
+        ``docs/nescal.md``, "Threads"). Pass None or more threads for a lone fit of a
+        large network on an idle machine.
     device : str, default="cpu"
         Torch device for training ("cpu", "cuda", "cuda:1", ...). The fitted network
         stays on it and predicts there; a pickled model is stored on the CPU and
