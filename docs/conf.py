@@ -51,7 +51,8 @@ extensions = [
 root_doc = "index"
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 templates_path = ["_templates"]
-exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "**.ipynb_checkpoints"]
+# figures/ holds generated reports that pages include ({include}), not pages of their own.
+exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "**.ipynb_checkpoints", "figures/**"]
 # Unresolvable cross-references (to torch, skorch or scikit-learn objects: there are no
 # intersphinx inventories offline) stay plain text instead of failing the build.
 nitpicky = False
