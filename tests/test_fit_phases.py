@@ -61,8 +61,8 @@ def watch_cache(monkeypatch) -> dict:
         seen["module"] = module
         return runtime
 
-    def spy_penalty(self, logits, indices, target=None):
-        value = penalty(self, logits, indices, target)
+    def spy_penalty(self, logits, indices, target=None, sample_weight=None):
+        value = penalty(self, logits, indices, target, sample_weight=sample_weight)
         seen["calls"].append(
             {
                 "indices": torch.as_tensor(indices).clone(),

@@ -570,12 +570,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         if n_train < loss.n_neighbors + 1:
             raise ValueError(
                 f"loss__n_neighbors={loss.n_neighbors} needs at least {loss.n_neighbors + 1} "
-                f"training rows; got {n_train}"
-                + (
-                    f" after holding out validation_fraction={self.validation_fraction}."
-                    if held_out
-                    else "."
-                )
+                f"training rows; got {n_train}{held}."
             )
         fixed = loss.warmup_epochs(self.max_epochs)
         if fixed is not None and fixed >= self.max_epochs:

@@ -168,15 +168,12 @@ class NeSCalNet(NeuralNet):
                 return F.cross_entropy(y_pred, y_true)
             nll = F.cross_entropy(y_pred, y_true, reduction="none")
             return (weights * nll).sum() / weights.sum().clamp_min(torch.finfo(nll.dtype).tiny)
-        loss = self._base_loss(y_pred, y_true, weights)
+        loss = self.base_loss_(y_pred, y_true, sample_weight=weights)
         runtime = self.nescal_
         if runtime is None:
             self.history.record_batch("train_penalty", 0.0)
             return loss
-        if weights is None:
-            penalty = runtime.penalty(y_pred, X["index"], y_true)
-        else:
-            penalty = runtime.penalty(y_pred, X["index"], y_true, sample_weight=weights)
+        penalty = runtime.penalty(y_pred, X["index"], y_true, sample_weight=weights)
         self.history.record_batch("train_penalty", runtime.last_penalty)
         if runtime.current_weight == 0.0:
             return loss  # exactly the base loss's gradient (the cache is still refreshed)
@@ -187,13 +184,8 @@ class NeSCalNet(NeuralNet):
         included) + ``(1 − lam)`` × the base loss on the partners' labels."""
         own = self.get_loss(y_pred, y_true, X=X, training=True)
         weights = _sample_weight(X, y_pred)  # each row keeps its own weight
-        partners = self._base_loss(y_pred, y_true.to(y_pred.device)[perm], weights)
+        partners = self.base_loss_(y_pred, y_true.to(y_pred.device)[perm], sample_weight=weights)
         return lam * own + (1.0 - lam) * partners
-
-    def _base_loss(self, y_pred, y_true, weights):
-        if weights is None:
-            return self.base_loss_(y_pred, y_true)
-        return self.base_loss_(y_pred, y_true, sample_weight=weights)
 
     def train_step_single(self, batch, **fit_params):
         """One training step; with mixup, the inputs are mixed before the forward pass.
