@@ -18,6 +18,7 @@ from skorch import NeuralNet
 from skorch.dataset import unpack_data
 
 from ..losses import TrainingLoss
+from ..penalties import ensemble_logits, flatten_members
 from ._freeze import FrozenParts
 
 __all__ = ["NeSCalNet", "StopTraining", "TrainingInterrupted"]
@@ -151,9 +152,20 @@ class NeSCalNet(NeuralNet):
                 modules[name].eval()
 
     def infer(self, x, **fit_params):
+        """The module's output; an ensemble's (n, k, C) is combined outside training.
+
+        In train mode the members' logits reach :meth:`get_loss` as they are (each
+        member pays its own loss); in eval mode (validation, skorch's predict) they
+        are the ensemble's logits, the log of the members' mean probability
+        (:func:`~nescal_sklearn.penalties.ensemble_logits`), so the validation NLL and
+        the refinement temperature are the ensemble's.
+        """
         if isinstance(x, Mapping):
             x = x["X"]
-        return super().infer(x, **fit_params)
+        y_pred = super().infer(x, **fit_params)
+        if not self.module_.training and y_pred.dim() == 3:
+            return ensemble_logits(y_pred)
+        return y_pred
 
     def get_loss(self, y_pred, y_true, X=None, training=False):
         """Training: base loss + weight × NeSCal penalty (once the graph exists).
@@ -168,12 +180,17 @@ class NeSCalNet(NeuralNet):
                 return F.cross_entropy(y_pred, y_true)
             nll = F.cross_entropy(y_pred, y_true, reduction="none")
             return (weights * nll).sum() / weights.sum().clamp_min(torch.finfo(nll.dtype).tiny)
+        index = X["index"] if isinstance(X, Mapping) else None
+        if y_pred.dim() == 3:  # an ensemble: every member pays its loss on every row
+            if index is not None:
+                index = torch.as_tensor(index)
+            y_pred, y_true, index, weights = flatten_members(y_pred, y_true, index, weights)
         loss = self.base_loss_(y_pred, y_true, sample_weight=weights)
         runtime = self.nescal_
         if runtime is None:
             self.history.record_batch("train_penalty", 0.0)
             return loss
-        penalty = runtime.penalty(y_pred, X["index"], y_true, sample_weight=weights)
+        penalty = runtime.penalty(y_pred, index, y_true, sample_weight=weights)
         self.history.record_batch("train_penalty", runtime.last_penalty)
         if runtime.current_weight == 0.0:
             return loss  # exactly the base loss's gradient (the cache is still refreshed)
@@ -184,7 +201,12 @@ class NeSCalNet(NeuralNet):
         included) + ``(1 − lam)`` × the base loss on the partners' labels."""
         own = self.get_loss(y_pred, y_true, X=X, training=True)
         weights = _sample_weight(X, y_pred)  # each row keeps its own weight
-        partners = self.base_loss_(y_pred, y_true.to(y_pred.device)[perm], sample_weight=weights)
+        partner_target = y_true.to(y_pred.device)[perm]
+        if y_pred.dim() == 3:
+            y_pred, partner_target, _, weights = flatten_members(
+                y_pred, partner_target, None, weights
+            )
+        partners = self.base_loss_(y_pred, partner_target, sample_weight=weights)
         return lam * own + (1.0 - lam) * partners
 
     def train_step_single(self, batch, **fit_params):

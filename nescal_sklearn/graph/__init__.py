@@ -3,6 +3,7 @@
 from ._from_model import (
     EMBEDDING_BATCH_ROWS,
     GRAPHS,
+    MEMBER_GRAPHS,
     EmbeddingRecorder,
     ModelNeighbourhood,
     embed_rows,
@@ -16,6 +17,7 @@ __all__ = [
     "AUTO_EXACT_MAX_SAMPLES",
     "EMBEDDING_BATCH_ROWS",
     "GRAPHS",
+    "MEMBER_GRAPHS",
     "KNN_METHODS",
     "REDUCTIONS",
     "EmbeddingRecorder",

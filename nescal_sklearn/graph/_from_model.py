@@ -14,12 +14,14 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from ..penalties import expand_member_graph
 from ._knn import build_knn_graph
 from ._random import random_graph
 
 __all__ = [
     "EMBEDDING_BATCH_ROWS",
     "GRAPHS",
+    "MEMBER_GRAPHS",
     "EmbeddingRecorder",
     "ModelNeighbourhood",
     "embed_rows",
@@ -30,6 +32,9 @@ __all__ = [
 #: Accepted values of ``graph`` in :func:`neighbourhood_from_model`: the kNN graph on the
 #: embeddings, or the random-graph control (same degree, neighbours drawn at random).
 GRAPHS = ("knn", "random")
+
+#: Accepted values of ``member_graph``: one graph for every member, or one per member.
+MEMBER_GRAPHS = ("shared", "per_member")
 
 #: Rows per forward pass when embedding the training rows.
 EMBEDDING_BATCH_ROWS = 4096
@@ -43,7 +48,9 @@ def find_embedding_layer(module: nn.Module, name: str | None = None) -> nn.Modul
     module : torch.nn.Module
         The network.
     name : str or None, default=None
-        Dotted submodule name as in ``module.named_modules()``; None picks the last
+        Dotted submodule name as in ``module.named_modules()``. None: the name the
+        module itself gives in a string attribute ``embedding_layer_name`` (as
+        :class:`~nescal_sklearn.estimator.TabularMLP` does), else the last
         ``nn.Linear`` registered (the output layer of an MLP, whose input is the
         penultimate representation).
 
@@ -60,6 +67,8 @@ def find_embedding_layer(module: nn.Module, name: str | None = None) -> nn.Modul
     True
     """
     named = dict(module.named_modules())
+    if name is None and isinstance(getattr(module, "embedding_layer_name", None), str):
+        name = module.embedding_layer_name
     if name is not None:
         if name not in named:
             raise ValueError(
@@ -139,8 +148,9 @@ def embed_rows(
     -------
     embeddings : Tensor of shape (n_samples, d), float32, on the module's device
         The input of the embedding layer, flattened.
-    log_probs : Tensor of shape (n_samples, n_classes), float32, on the module's device
-        ``log_softmax`` of the logits.
+    log_probs : Tensor of shape (n_samples, n_classes) or (n_samples, k, n_classes)
+        ``log_softmax`` of the logits (float32, on the module's device); for a module
+        returning ``k`` members' logits (n, k, n_classes), each member's.
     """
     layer = find_embedding_layer(module, embedding_layer)
     device = _module_device(module)
@@ -161,7 +171,7 @@ def embed_rows(
             "the forward pass uses (None picks the last nn.Linear registered)."
         )
     embeddings = torch.cat(recorder.outputs).float()
-    log_probs = torch.log_softmax(torch.cat(logits).float(), dim=1)
+    log_probs = torch.log_softmax(torch.cat(logits).float(), dim=-1)
     return embeddings, log_probs
 
 
@@ -180,12 +190,18 @@ class ModelNeighbourhood:
         ``return_similarities=True`` only).
     seconds : float
         Wall time of the forward pass and the neighbour search.
+    n_members : int, default=1
+        Members of a network returning ``k`` members' logits. With ``k > 1`` the
+        rows above are *member rows*: row ``i`` of member ``m`` is ``i * k + m``
+        (``n_samples * k`` of them), and each member row's neighbours are the same
+        member's rows (:func:`~nescal_sklearn.penalties.expand_member_graph`).
     """
 
     neighbors: Tensor
     log_probs: Tensor
     similarities: Tensor | None
     seconds: float
+    n_members: int = 1
 
 
 def neighbourhood_from_model(
@@ -201,6 +217,7 @@ def neighbourhood_from_model(
     random_state: int | None = None,
     return_similarities: bool = False,
     batch_size: int = EMBEDDING_BATCH_ROWS,
+    member_graph: str = "shared",
 ) -> ModelNeighbourhood:
     """Embed the training rows with the network and build their neighbour graph.
 
@@ -231,6 +248,13 @@ def neighbourhood_from_model(
         Also return the similarity to each neighbour (needs ``graph="knn"``).
     batch_size : int, default=EMBEDDING_BATCH_ROWS
         Rows per forward pass.
+    member_graph : {"shared", "per_member"}, default="shared"
+        For a network returning ``k`` members' logits (n, k, n_classes): one graph
+        on the rows' embeddings with every member's representation side by side
+        (the embedding layer's input flattened), used by every member; or one graph
+        per member, on that member's own slice of the embedding (its input must have
+        shape (n, k, d)). Either way each member is smoothed towards its own cached
+        predictions of the neighbours. Ignored for a single model.
 
     Returns
     -------
@@ -254,13 +278,65 @@ def neighbourhood_from_model(
             f"return_similarities=True needs graph='knn' (a random graph has no "
             f"similarities); got graph={graph!r}."
         )
+    if member_graph not in MEMBER_GRAPHS:
+        raise ValueError(
+            f"member_graph must be one of {list(MEMBER_GRAPHS)}; got member_graph={member_graph!r}."
+        )
     start = time.perf_counter()
     embeddings, log_probs = embed_rows(
         module, X, embedding_layer=embedding_layer, batch_size=batch_size
     )
+    n_members = 1 if log_probs.dim() == 2 else int(log_probs.shape[1])
+    if n_members > 1 and member_graph == "per_member" and graph == "knn":
+        if embeddings.shape[1] % n_members:
+            raise ValueError(
+                f"member_graph='per_member' needs the embedding layer's input to hold one "
+                f"slice per member, shape (n, {n_members}, d); its flattened width "
+                f"{embeddings.shape[1]} is not a multiple of the {n_members} members."
+            )
+        per_member = embeddings.reshape(len(embeddings), n_members, -1)
+        found = [
+            _search(
+                per_member[:, m], n_neighbors, graph, reduction, n_components, method,
+                random_state, return_similarities,
+            )
+            for m in range(n_members)
+        ]  # fmt: skip
+        neighbors = np.stack([f[0] for f in found])
+        sims = None if not return_similarities else np.stack([f[1] for f in found])
+    else:
+        neighbors, sims = _search(
+            embeddings, n_neighbors, graph, reduction, n_components, method, random_state,
+            return_similarities,
+        )  # fmt: skip
+    device = log_probs.device
+    neighbors = torch.as_tensor(neighbors, dtype=torch.int64, device=device)
+    similarities = None if sims is None else torch.as_tensor(sims, dtype=torch.float32).to(device)
+    if n_members > 1:
+        neighbors = expand_member_graph(neighbors, n_members)
+        if similarities is not None:
+            if similarities.dim() == 2:
+                similarities = similarities.unsqueeze(0).expand(n_members, -1, -1)
+            similarities = similarities.permute(1, 0, 2).reshape(-1, similarities.shape[-1])
+        log_probs = log_probs.reshape(-1, log_probs.shape[-1])
+    seconds = time.perf_counter() - start
+    return ModelNeighbourhood(neighbors, log_probs, similarities, seconds, n_members)
+
+
+def _search(
+    embeddings: Tensor,
+    n_neighbors: int,
+    graph: str,
+    reduction: str | None,
+    n_components: int | None,
+    method: str,
+    random_state: int | None,
+    return_similarities: bool,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """The neighbours (and similarities) of one set of embeddings."""
     similarities = None
     if graph == "random":
-        neighbors = random_graph(len(log_probs), n_neighbors, random_state=random_state)
+        neighbors = random_graph(len(embeddings), n_neighbors, random_state=random_state)
     else:
         found = build_knn_graph(
             embeddings.cpu().numpy(),
@@ -273,10 +349,6 @@ def neighbourhood_from_model(
         )
         if return_similarities:
             found, sims = found
-            similarities = torch.as_tensor(np.asarray(sims), dtype=torch.float32)
+            similarities = np.asarray(sims)
         neighbors = found
-    device = log_probs.device
-    neighbors = torch.as_tensor(neighbors, dtype=torch.int64, device=device)
-    if similarities is not None:
-        similarities = similarities.to(device)
-    return ModelNeighbourhood(neighbors, log_probs, similarities, time.perf_counter() - start)
+    return np.asarray(neighbors), similarities

@@ -7,7 +7,7 @@ from numbers import Integral, Real
 import torch
 from torch import nn
 
-from ..graph import GRAPHS, KNN_METHODS, REDUCTIONS, neighbourhood_from_model
+from ..graph import GRAPHS, KNN_METHODS, MEMBER_GRAPHS, REDUCTIONS, neighbourhood_from_model
 from ..penalties import (
     ADAPTIVE,
     AGGREGATIONS,
@@ -32,6 +32,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "divergence": DIVERGENCES,
     "adaptive": ADAPTIVE,
     "cache": CACHE_MODES,
+    "member_graph": MEMBER_GRAPHS,
 }
 
 
@@ -120,6 +121,13 @@ class NeSCalLoss(TrainingLoss):
         ``cache_seconds`` in ``history_``; a plain PyTorch loop calls
         :meth:`NeSCalRuntime.refresh_cache
         <nescal_sklearn.penalties.NeSCalRuntime.refresh_cache>` itself).
+    member_graph : {"shared", "per_member"}, default="shared"
+        For a network that returns several members' logits, shape
+        (n, n_members, n_classes) (``NeSCalClassifier(n_members=k)``, TabM): one
+        graph built on all members' embeddings side by side and used by each, or one
+        graph per member on its own embedding. Each member is smoothed towards its
+        own cached predictions of the neighbours either way. Ignored for a single
+        network.
 
     Notes
     -----
@@ -163,6 +171,7 @@ class NeSCalLoss(TrainingLoss):
         base_loss: str | TrainingLoss = "ce",
         adaptive: str | None = None,
         cache: str = "batch",
+        member_graph: str = "shared",
     ) -> None:
         self.n_neighbors = n_neighbors
         self.weight = weight
@@ -179,6 +188,7 @@ class NeSCalLoss(TrainingLoss):
         self.base_loss = base_loss
         self.adaptive = adaptive
         self.cache = cache
+        self.member_graph = member_graph
 
     # -- validation ---------------------------------------------------------------
     def validate(self) -> None:
@@ -284,6 +294,7 @@ class NeSCalLoss(TrainingLoss):
             method=self.graph_method,
             random_state=random_state,
             return_similarities=self.adaptive == "density",
+            member_graph=self.member_graph,
         )
         smoothing = NeighbourhoodSmoothing(
             found.neighbors,

@@ -7,6 +7,7 @@ import time
 import torch
 from torch import Tensor, nn
 
+from ._members import member_log_probs
 from ._schedule import penalty_weight
 from ._smoothing import NeighbourhoodSmoothing
 
@@ -210,7 +211,8 @@ class NeSCalRuntime:
                 logits = [module(chunk.to(device)) for chunk in chunks]
         finally:
             module.train(was_training)
-        self.smoothing.refill_cache(torch.log_softmax(torch.cat(logits).float(), dim=1))
+        # (n, C), or members' (n, k, C) as member rows (n * k, C): the cache's layout.
+        self.smoothing.refill_cache(member_log_probs(torch.cat(logits).float()))
         return time.perf_counter() - start
 
     def __repr__(self) -> str:
