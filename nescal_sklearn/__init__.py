@@ -17,6 +17,7 @@ _EXPORTS: dict[str, str] = {
     # estimator
     "NeSCalClassifier": "estimator",
     "TabularMLP": "estimator",
+    "RobustSmoothClipScaler": "estimator",
     "make_tabular_pipeline": "estimator",
     "make_tabular_preprocessor": "estimator",
     # losses
@@ -86,6 +87,7 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
     )
     from .estimator import (  # noqa: F401
         NeSCalClassifier,
+        RobustSmoothClipScaler,
         TabularMLP,
         make_tabular_pipeline,
         make_tabular_preprocessor,

@@ -1,7 +1,17 @@
 """The scikit-learn estimator: ``NeSCalClassifier``, its default MLP and tabular pipeline."""
 
+from ._backbone import LR_SCHEDULES
 from ._classifier import NeSCalClassifier
-from ._module import TabularMLP
+from ._module import MemberLinear, TabularMLP
 from ._pipeline import make_tabular_pipeline, make_tabular_preprocessor
+from ._scaling import RobustSmoothClipScaler
 
-__all__ = ["NeSCalClassifier", "TabularMLP", "make_tabular_pipeline", "make_tabular_preprocessor"]
+__all__ = [
+    "LR_SCHEDULES",
+    "MemberLinear",
+    "NeSCalClassifier",
+    "RobustSmoothClipScaler",
+    "TabularMLP",
+    "make_tabular_pipeline",
+    "make_tabular_preprocessor",
+]

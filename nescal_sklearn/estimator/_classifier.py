@@ -31,6 +31,8 @@ from torch import nn
 
 from ..exceptions import PenaltyInactiveWarning
 from ..losses import TrainingLoss, get_loss
+from ..penalties import ensemble_logits
+from ._backbone import LR_SCHEDULES, ColumnScaler, lr_scheduler, numeric_columns
 from ._callbacks import (
     CRITERIA,
     BuildNeighbourhood,
@@ -123,9 +125,40 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         Dropout of the default MLP.
     activation : {"relu", "gelu", "silu", "tanh"}, default="relu"
         Hidden activation of the default MLP.
+    n_members : int, default=1
+        Members of the default MLP's built-in ensemble: ``k > 1`` trains ``k``
+        independent MLPs in one fit, as one network with stacked weights
+        (:class:`MemberLinear`: one batched matrix product per layer), each on every
+        batch, each paying its own loss (and NeSCal penalty); predictions are the
+        mean of the members' probabilities. Training and ``predict_proba`` cost
+        grow about linearly with ``k`` (docs/backbone.md measures it). A module of
+        your own is an ensemble when it returns logits of shape (n, k, n_classes)
+        (TabM, for instance): the same rules apply to it.
+    numeric_embedding : {None, "periodic"}, default=None
+        Default MLP only. ``"periodic"``: each numeric column passes through a
+        periodic embedding (Gorishniy et al. 2022, ``rtdl_num_embeddings``'
+        ``PeriodicEmbeddings``, ``lite=False``) before the MLP. The embedded columns
+        are those with more than two distinct values among the training rows (so
+        one-hot and binary columns are left as they are).
+    numeric_scaling : {None, "robust"}, default=None
+        ``"robust"``: RealMLP's robust scaling and smooth clipping
+        (:class:`RobustSmoothClipScaler`) of the numeric columns (more than two
+        distinct values among the training rows), fitted on the training rows and
+        applied inside the estimator at fit and predict time. Robust scaling is
+        affine invariant, so after :func:`make_tabular_pipeline`'s standard scaling
+        this is the same as ``make_tabular_pipeline(numeric_scaling="robust")``;
+        here it is one parameter of the classifier (a grid can search it). None:
+        the inputs as given.
+    lr_schedule : {"constant", "cosine", "flat_cosine"}, default="constant"
+        Learning-rate multiplier per epoch over ``max_epochs``: constant, cosine
+        decay from 1 to 0, or flat for the first half then cosine to 0 (as
+        RealMLP's schedule, flat then decaying). Parameters unfrozen by
+        ``unfreeze_at`` keep their ``unfreeze_lr``.
     embedding_layer : str or None, default=None
         Name (as in ``module.named_modules()``) of the layer whose *input* is the
-        embedding used for the neighbour graph. None: the last ``nn.Linear``.
+        embedding used for the neighbour graph. None: the name the module gives
+        in its ``embedding_layer_name`` attribute (the default MLP's output layer),
+        else the last ``nn.Linear``.
     max_epochs : int, default=100
         Training budget in epochs.
     batch_size : int, default=256
@@ -207,6 +240,8 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         Column names, when ``X`` was a DataFrame with string column names.
     module_ : torch.nn.Module
         The trained network (in eval mode, on the training device).
+    input_scaler_ : ColumnScaler or None
+        The fitted ``numeric_scaling`` of the inputs (None without it).
     loss_ : TrainingLoss
         The objective used (a validated copy of ``loss``; a spec, so it holds no
         graph or cache).
@@ -253,6 +288,10 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         "hidden_sizes": ["array-like"],
         "dropout": [Interval(numbers.Real, 0.0, 1.0, closed="left")],
         "activation": [StrOptions({"relu", "gelu", "silu", "tanh"})],
+        "n_members": [Interval(numbers.Integral, 1, None, closed="left")],
+        "numeric_embedding": [None, StrOptions({"periodic"})],
+        "numeric_scaling": [None, StrOptions({"robust"})],
+        "lr_schedule": [StrOptions(set(LR_SCHEDULES))],
         "embedding_layer": [None, str],
         "max_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -281,6 +320,10 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         hidden_sizes: Sequence[int] = (256, 256),
         dropout: float = 0.1,
         activation: str = "relu",
+        n_members: int = 1,
+        numeric_embedding: str | None = None,
+        numeric_scaling: str | None = None,
+        lr_schedule: str = "constant",
         embedding_layer: str | None = None,
         max_epochs: int = 100,
         batch_size: int = 256,
@@ -305,6 +348,10 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         self.hidden_sizes = hidden_sizes
         self.dropout = dropout
         self.activation = activation
+        self.n_members = n_members
+        self.numeric_embedding = numeric_embedding
+        self.numeric_scaling = numeric_scaling
+        self.lr_schedule = lr_schedule
         self.embedding_layer = embedding_layer
         self.max_epochs = max_epochs
         self.batch_size = batch_size
@@ -359,6 +406,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         self : NeSCalClassifier
         """
         self._validate_params()
+        self._check_module_options()
         freeze = check_freeze_patterns(self.freeze)
         self._check_unfreeze(freeze)
         with self._thread_limits():
@@ -412,6 +460,10 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
             X_train, X_valid, y_train, y_valid, w_train, w_valid = self._split(
                 X, y_enc, weights, rng
             )
+        self.input_scaler_ = self._fit_input_scaler(X_train)
+        X_train = self._scale_inputs(X_train)
+        if X_valid is not None:
+            X_valid = self._scale_inputs(X_valid)
         w_train = _training_weights(w_train)
         w_valid = None if w_valid is None or np.all(w_valid == w_valid[0]) else w_valid
         if w_valid is not None and not w_valid.sum() > 0:
@@ -430,7 +482,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
                 self.module_kwargs,
                 n_features=X.shape[1],
                 n_classes=len(self.classes_),
-                mlp_kwargs=self._mlp_kwargs(),
+                mlp_kwargs=self._mlp_kwargs(X_train),
             )
             frozen = None if freeze is None else self._frozen_parts(module, freeze)
             net, callbacks = self._build_net(
@@ -649,12 +701,40 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
             )
         return tuple(int(h) for h in entries)
 
-    def _mlp_kwargs(self) -> dict:
-        return {
+    def _mlp_kwargs(self, X_train: np.ndarray) -> dict:
+        kwargs = {
             "hidden_sizes": self._hidden_sizes(),
             "dropout": self.dropout,
             "activation": self.activation,
         }
+        if self.n_members != 1:
+            kwargs["n_members"] = int(self.n_members)
+        if self.numeric_embedding is not None:
+            kwargs["numeric_embedding"] = self.numeric_embedding
+            kwargs["embedded_features"] = numeric_columns(X_train)
+        return kwargs
+
+    def _fit_input_scaler(self, X_train: np.ndarray) -> ColumnScaler | None:
+        if self.numeric_scaling is None:
+            return None
+        return ColumnScaler(numeric_columns(X_train)).fit(X_train)
+
+    def _scale_inputs(self, X: np.ndarray) -> np.ndarray:
+        scaler = getattr(self, "input_scaler_", None)
+        return X if scaler is None else scaler.transform(X)
+
+    def _check_module_options(self) -> None:
+        """The default MLP's backbone options cannot reach a module of the user's own."""
+        if self.module is None:
+            return
+        for name, default in (("n_members", 1), ("numeric_embedding", None)):
+            value = getattr(self, name)
+            if value != default:
+                raise ValueError(
+                    f"{name}={value!r} configures the default MLP (module=None), but module="
+                    f"{self.module!r} was given. Configure your module instead: an ensemble "
+                    "module returns logits of shape (n, n_members, n_classes)."
+                )
 
     def _training_device(self) -> torch.device:
         try:
@@ -738,6 +818,8 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         if frozen is not None and self.unfreeze_at is not None:
             lr = self.lr if self.unfreeze_lr is None else self.unfreeze_lr
             callbacks["unfreeze"] = Unfreeze(self.unfreeze_at, lr)
+        if self.lr_schedule != "constant":
+            callbacks["lr_schedule"] = lr_scheduler(self.lr_schedule, self.max_epochs)
         if self.verbose >= 2:
             callbacks["progress_bar"] = ProgressBar()
         net = NeSCalNet(
@@ -784,7 +866,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
             return self._forward(X)
 
     def _forward(self, X) -> np.ndarray:
-        X = validate_data(self, X, dtype=np.float32, reset=False)
+        X = self._scale_inputs(validate_data(self, X, dtype=np.float32, reset=False))
         if not X.flags.writeable:
             X = X.copy()
         module = self.module_
@@ -794,11 +876,11 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         # The network is used where it lives and never moved: predict is thread-safe.
         with torch.no_grad():
             for chunk in torch.split(torch.as_tensor(X), PREDICT_BATCH_ROWS):
-                outputs.append(module(chunk.to(device)).float().cpu())
+                outputs.append(ensemble_logits(module(chunk.to(device)).float()).cpu())
         return torch.cat(outputs).numpy().astype(np.float64)
 
     def decision_function(self, X) -> np.ndarray:
-        """Return the network's logits.
+        """Return the network's logits (an ensemble's: the log of its mean probability).
 
         Parameters
         ----------

@@ -4,18 +4,159 @@ from __future__ import annotations
 
 import copy
 import inspect
+import math
+import numbers
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 from torch import nn
 
-__all__ = ["TabularMLP", "build_module"]
+__all__ = ["MemberLinear", "TabularMLP", "build_module"]
 
 _ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU, "silu": nn.SiLU, "tanh": nn.Tanh}
+_NUMERIC_EMBEDDINGS = (None, "periodic")
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _check_positive_int(name: str, value: object) -> int:
+    if not _is_int(value) or value < 1:
+        raise ValueError(f"{name} must be an int >= 1; got {value!r}.")
+    return int(value)
+
+
+class MemberLinear(nn.Module):
+    """``n_members`` independent linear layers applied in one batched matrix product.
+
+    The layer of a packed ensemble: member ``j`` maps ``x[:, j, :]`` to
+    ``x[:, j, :] @ weight[j] + bias[j]``; members share no parameter.
+
+    Parameters
+    ----------
+    in_features : int
+        Input width of every member.
+    out_features : int
+        Output width of every member.
+    n_members : int
+        Number of members ``k``.
+    bias : bool, default=True
+        Whether each member adds its own bias.
+
+    Attributes
+    ----------
+    weight : torch.nn.Parameter of shape (n_members, in_features, out_features)
+        One weight matrix per member, stored input-major (``x @ weight[j]``, the
+        transpose of :class:`torch.nn.Linear`'s layout).
+    bias : torch.nn.Parameter of shape (n_members, out_features) or None
+        One bias vector per member.
+
+    Notes
+    -----
+    Every member is initialised as :class:`torch.nn.Linear` would be, with its own
+    draws: weight and bias uniform on ``(-1/sqrt(in_features), 1/sqrt(in_features))``.
+    Input of shape ``(n, n_members, in_features)``, output
+    ``(n, n_members, out_features)``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from nescal_sklearn.estimator import MemberLinear
+    >>> layer = MemberLinear(4, 2, n_members=3)
+    >>> layer.weight.shape
+    torch.Size([3, 4, 2])
+    >>> layer(torch.zeros(5, 3, 4)).shape
+    torch.Size([5, 3, 2])
+    """
+
+    def __init__(
+        self, in_features: int, out_features: int, n_members: int, bias: bool = True
+    ) -> None:
+        super().__init__()
+        self.in_features = _check_positive_int("in_features", in_features)
+        self.out_features = _check_positive_int("out_features", out_features)
+        self.n_members = _check_positive_int("n_members", n_members)
+        self.weight = nn.Parameter(torch.empty(self.n_members, self.in_features, self.out_features))
+        if bias:
+            self.bias = nn.Parameter(torch.empty(self.n_members, self.out_features))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Draw every member's weight and bias as ``nn.Linear.reset_parameters`` would."""
+        bound = 1.0 / math.sqrt(self.in_features)
+        nn.init.uniform_(self.weight, -bound, bound)
+        if self.bias is not None:
+            nn.init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
+        if X.ndim != 3 or X.shape[1] != self.n_members or X.shape[2] != self.in_features:
+            raise ValueError(
+                "MemberLinear expects input of shape (n, n_members, in_features) = "
+                f"(n, {self.n_members}, {self.in_features}); got {tuple(X.shape)}."
+            )
+        # (k, n, in) @ (k, in, out) as one batched product; baddbmm measured faster than
+        # einsum on CPU. The result is returned as a (n, k, out) view.
+        members_first = X.transpose(0, 1)
+        if self.bias is None:
+            out = torch.bmm(members_first, self.weight)
+        else:
+            out = torch.baddbmm(self.bias.unsqueeze(1), members_first, self.weight)
+        return out.transpose(0, 1)
+
+    def extra_repr(self) -> str:
+        return (
+            f"in_features={self.in_features}, out_features={self.out_features}, "
+            f"n_members={self.n_members}, bias={self.bias is not None}"
+        )
+
+
+def _periodic_embeddings(n_embedded: int, d_embedding: int) -> nn.Module:
+    try:
+        from rtdl_num_embeddings import PeriodicEmbeddings
+    except ImportError as exc:
+        raise ImportError(
+            "numeric_embedding='periodic' needs the rtdl_num_embeddings package: "
+            "pip install rtdl_num_embeddings"
+        ) from exc
+    return PeriodicEmbeddings(n_embedded, d_embedding=d_embedding, lite=False)
+
+
+def _check_embedded_features(embedded_features: object, n_features: int) -> list[int]:
+    if embedded_features is None:
+        return list(range(n_features))
+    if isinstance(embedded_features, (str, bytes)) or not isinstance(
+        embedded_features, (Sequence, np.ndarray)
+    ):
+        raise ValueError(
+            "embedded_features must be None or a sequence of column indices; got "
+            f"{embedded_features!r}."
+        )
+    indices = list(embedded_features)
+    bad = [i for i in indices if not _is_int(i) or not 0 <= i < n_features]
+    if bad:
+        raise ValueError(
+            f"embedded_features must hold column indices in [0, {n_features}) (n_features="
+            f"{n_features}); got {embedded_features!r} with invalid entries {bad!r}."
+        )
+    indices = [int(i) for i in indices]
+    duplicates = sorted({i for i in indices if indices.count(i) > 1})
+    if duplicates:
+        raise ValueError(
+            f"embedded_features must not repeat a column; got {embedded_features!r} "
+            f"with {duplicates!r} repeated."
+        )
+    return indices
 
 
 class TabularMLP(nn.Module):
     """A multilayer perceptron for tabular rows: [Linear -> activation -> dropout] x L -> Linear.
+
+    Optionally with periodic numeric embeddings in front and/or as a packed ensemble
+    of ``n_members`` MLPs trained in one network.
 
     Parameters
     ----------
@@ -29,6 +170,50 @@ class TabularMLP(nn.Module):
         Dropout probability after each hidden activation.
     activation : {"relu", "gelu", "silu", "tanh"}, default="relu"
         Hidden activation.
+    n_members : int, default=1
+        Number of ensemble members ``k``. ``1`` is the plain MLP (``nn.Linear`` layers in
+        ``self.layers``, output ``(n, n_classes)``). ``k > 1`` packs ``k`` independent MLPs
+        into :class:`MemberLinear` layers: the (embedded) input is broadcast to
+        ``(n, k, width)`` without a copy and the output is ``(n, k, n_classes)``, the
+        logits of every member. Members have their own weights and dropout masks.
+    numeric_embedding : {None, "periodic"}, default=None
+        ``"periodic"`` embeds the columns ``embedded_features`` with
+        ``rtdl_num_embeddings.PeriodicEmbeddings(n_embedded, numeric_embedding_dim,
+        lite=False)`` (Gorishniy et al., 2022, "On embeddings for numerical features in
+        tabular deep learning"), flattens them to ``n_embedded * numeric_embedding_dim``
+        columns and appends the other columns, unchanged, after them. With
+        ``n_members > 1`` all members share this one embedding (it runs once, before
+        the broadcast to members). Needs the ``rtdl_num_embeddings`` package.
+    embedded_features : sequence of int or None, default=None
+        Column indices (into the input) to embed, in the order they are embedded;
+        ``None`` means every column, an empty sequence means none (the MLP then sees
+        the raw input). Ignored when ``numeric_embedding`` is None.
+    numeric_embedding_dim : int, default=16
+        Embedding size ``d`` per embedded column.
+
+    Attributes
+    ----------
+    embedding : torch.nn.Module or None
+        The shared ``PeriodicEmbeddings``, or None when nothing is embedded.
+    layers : torch.nn.Sequential
+        The MLP (``nn.Linear`` layers when ``n_members == 1``, else
+        :class:`MemberLinear`); its last entry is the output layer.
+
+    Notes
+    -----
+    Shapes: input ``(n, n_features)``; output ``(n, n_classes)`` when ``n_members == 1``,
+    ``(n, n_members, n_classes)`` otherwise.
+
+    Parameter count. With ``m`` embedded columns, the MLP's input width is
+    ``w_0 = m * d + (n_features - m)`` (``w_0 = n_features`` without embedding) and,
+    with hidden widths ``w_1 .. w_L``, each member has
+    ``sum_l (w_{l-1} + 1) * w_l + (w_L + 1) * n_classes`` parameters; the network has
+    ``n_members`` times that. The shared embedding adds ``m * (48 + 97 * d)``
+    parameters once (48 frequencies per column, then a per-column linear map
+    ``96 -> d`` with bias).
+
+    The input of the output layer (``embedding_layer_name``) is the penultimate
+    representation, of shape ``(n, w_L)`` or ``(n, n_members, w_L)``.
 
     Examples
     --------
@@ -36,6 +221,13 @@ class TabularMLP(nn.Module):
     >>> from nescal_sklearn.estimator import TabularMLP
     >>> TabularMLP(4, 3, hidden_sizes=(8,))(torch.zeros(2, 4)).shape
     torch.Size([2, 3])
+    >>> ensemble = TabularMLP(4, 3, hidden_sizes=(8,), n_members=5,
+    ...                       numeric_embedding="periodic", embedded_features=[0, 2],
+    ...                       numeric_embedding_dim=6)
+    >>> ensemble(torch.zeros(2, 4)).shape
+    torch.Size([2, 5, 3])
+    >>> ensemble.embedding_layer_name
+    'layers.3'
     """
 
     def __init__(
@@ -45,21 +237,72 @@ class TabularMLP(nn.Module):
         hidden_sizes: Sequence[int] = (256, 256),
         dropout: float = 0.1,
         activation: str = "relu",
+        *,
+        n_members: int = 1,
+        numeric_embedding: str | None = None,
+        embedded_features: Sequence[int] | None = None,
+        numeric_embedding_dim: int = 16,
     ) -> None:
         super().__init__()
         if activation not in _ACTIVATIONS:
             raise ValueError(
                 f"activation must be one of {sorted(_ACTIVATIONS)}; got {activation!r}."
             )
-        layers: list[nn.Module] = []
+        n_members = _check_positive_int("n_members", n_members)
+        if numeric_embedding not in _NUMERIC_EMBEDDINGS:
+            raise ValueError(
+                f"numeric_embedding must be None or 'periodic'; got {numeric_embedding!r}."
+            )
+        self.n_members = n_members
+        self.embedding: nn.Module | None = None
         width = n_features
+        if numeric_embedding is not None:
+            d = _check_positive_int("numeric_embedding_dim", numeric_embedding_dim)
+            embedded = _check_embedded_features(embedded_features, n_features)
+            if embedded:
+                passed = sorted(set(range(n_features)) - set(embedded))
+                self.embedding = _periodic_embeddings(len(embedded), d)
+                # Non-persistent: derived from the constructor's arguments, so state_dict
+                # keys are only learned parameters.
+                for name, columns in (("embedded_index", embedded), ("passed_index", passed)):
+                    index = torch.tensor(columns, dtype=torch.long)
+                    self.register_buffer(name, index, persistent=False)
+                width = len(embedded) * d + len(passed)
+
+        def linear(n_in: int, n_out: int) -> nn.Module:
+            if n_members == 1:
+                return nn.Linear(n_in, n_out)
+            return MemberLinear(n_in, n_out, n_members)
+
+        layers: list[nn.Module] = []
         for size in hidden_sizes:
-            layers += [nn.Linear(width, int(size)), _ACTIVATIONS[activation](), nn.Dropout(dropout)]
+            layers += [linear(width, int(size)), _ACTIVATIONS[activation](), nn.Dropout(dropout)]
             width = int(size)
-        layers.append(nn.Linear(width, n_classes))
+        layers.append(linear(width, n_classes))
         self.layers = nn.Sequential(*layers)
 
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        # Networks pickled before n_members / numeric_embedding existed: plain MLPs.
+        self.__dict__.setdefault("n_members", 1)
+        if "embedding" not in self._modules:
+            self.__dict__.setdefault("embedding", None)
+
+    @property
+    def embedding_layer_name(self) -> str:
+        """Dotted name (as in ``named_modules()``) of the output layer.
+
+        Its forward receives the penultimate representation, ``(n, w_L)`` or
+        ``(n, n_members, w_L)``.
+        """
+        return f"layers.{len(self.layers) - 1}"
+
     def forward(self, X: torch.Tensor) -> torch.Tensor:
+        if self.embedding is not None:
+            embedded = self.embedding(X.index_select(1, self.embedded_index)).flatten(1)
+            X = torch.cat([embedded, X.index_select(1, self.passed_index)], dim=1)
+        if self.n_members > 1:
+            X = X.unsqueeze(1).expand(-1, self.n_members, -1)
         return self.layers(X)
 
 

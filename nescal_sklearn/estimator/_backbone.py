@@ -1,0 +1,123 @@
+"""Training options of the default backbone: the learning-rate schedule, the embedded columns."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from skorch.callbacks import LRScheduler
+from torch.optim.lr_scheduler import LambdaLR
+
+__all__ = ["LR_SCHEDULES", "ColumnScaler", "lr_factor", "lr_scheduler", "numeric_columns"]
+
+#: Accepted values of ``NeSCalClassifier(lr_schedule=...)``.
+LR_SCHEDULES = ("constant", "cosine", "flat_cosine")
+
+
+def lr_factor(schedule: str, epoch: int, max_epochs: int) -> float:
+    """The learning-rate multiplier of the 0-based ``epoch`` under ``schedule``.
+
+    ``"constant"``: 1. ``"cosine"``: ``(1 + cos(pi * epoch / max_epochs)) / 2``, from 1
+    down towards 0 at ``max_epochs``. ``"flat_cosine"``: 1 for the first half of the
+    epochs, then the cosine over the second half.
+
+    Examples
+    --------
+    >>> from nescal_sklearn.estimator._backbone import lr_factor
+    >>> [round(lr_factor("cosine", e, 4), 3) for e in range(4)]
+    [1.0, 0.854, 0.5, 0.146]
+    >>> [round(lr_factor("flat_cosine", e, 4), 3) for e in range(4)]
+    [1.0, 1.0, 1.0, 0.5]
+    """
+    if schedule not in LR_SCHEDULES:
+        raise ValueError(f"lr_schedule must be one of {list(LR_SCHEDULES)}; got {schedule!r}.")
+    if schedule == "constant":
+        return 1.0
+    if schedule == "cosine":
+        return 0.5 * (1.0 + math.cos(math.pi * epoch / max_epochs))
+    flat = max_epochs // 2
+    if epoch < flat:
+        return 1.0
+    return 0.5 * (1.0 + math.cos(math.pi * (epoch - flat) / max(max_epochs - flat, 1)))
+
+
+class _Factor:
+    """``LambdaLR``'s multiplier as a picklable callable."""
+
+    def __init__(self, schedule: str, max_epochs: int) -> None:
+        self.schedule = schedule
+        self.max_epochs = max_epochs
+
+    def __call__(self, epoch: int) -> float:
+        return lr_factor(self.schedule, epoch, self.max_epochs)
+
+
+def lr_scheduler(schedule: str, max_epochs: int) -> LRScheduler:
+    """skorch's ``LRScheduler`` callback stepping ``LambdaLR`` by :func:`lr_factor` each epoch.
+
+    The parameter groups present when training starts are scheduled; a group added
+    later (``unfreeze_at``) keeps its own learning rate.
+    """
+    lr_factor(schedule, 0, max_epochs)  # validates the name
+    return LRScheduler(
+        policy=LambdaLR, lr_lambda=_Factor(schedule, max_epochs), step_every="epoch"
+    )
+
+
+def numeric_columns(X: np.ndarray) -> list[int]:
+    """Columns with more than two distinct (non-NaN) values: the ones a numeric embedding gets.
+
+    One-hot and binary columns hold at most two values; embedding them periodically
+    adds width and nothing a linear layer cannot already do with them.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nescal_sklearn.estimator._backbone import numeric_columns
+    >>> numeric_columns(np.array([[0.0, 1.5, 1.0], [1.0, 2.5, 0.0], [0.0, 3.5, 1.0]]))
+    [1]
+    """
+    X = np.asarray(X)
+    columns = []
+    for j in range(X.shape[1]):
+        values = X[:, j]
+        if np.unique(values[~np.isnan(values)]).size > 2:
+            columns.append(j)
+    return columns
+
+
+class ColumnScaler:
+    """:class:`RobustSmoothClipScaler` on some columns of a float matrix, the rest unchanged.
+
+    What ``NeSCalClassifier(numeric_scaling="robust")`` fits on its training rows
+    (the columns of :func:`numeric_columns`) and applies before the network.
+
+    Parameters
+    ----------
+    columns : list of int
+        The columns to scale.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nescal_sklearn.estimator._backbone import ColumnScaler
+    >>> X = np.array([[0.0, 1.0], [1.0, 2.0], [0.0, 3.0], [1.0, 40.0]], dtype=np.float32)
+    >>> ColumnScaler([1]).fit(X).transform(X)[:, 0].tolist()
+    [0.0, 1.0, 0.0, 1.0]
+    """
+
+    def __init__(self, columns: list[int]) -> None:
+        self.columns = list(columns)
+
+    def fit(self, X: np.ndarray) -> ColumnScaler:
+        from ._scaling import RobustSmoothClipScaler
+
+        self.scaler_ = RobustSmoothClipScaler().fit(X[:, self.columns]) if self.columns else None
+        return self
+
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        if self.scaler_ is None:
+            return X
+        out = np.array(X, dtype=np.float32, copy=True)
+        out[:, self.columns] = self.scaler_.transform(X[:, self.columns])
+        return out

@@ -1,0 +1,118 @@
+"""NeSCalClassifier's backbone options: built-in ensembles, periodic embeddings, robust
+input scaling, learning-rate schedules; and ``module`` by import path in a config."""
+
+from __future__ import annotations
+
+import math
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from sklearn.datasets import load_iris
+
+from nescal_sklearn import NeSCalClassifier, NeSCalLoss
+from nescal_sklearn.estimator import MemberLinear
+
+FAST = dict(max_epochs=4, hidden_sizes=(16,), batch_size=32, random_state=0)
+
+
+def _mixed():
+    """Iris with two one-hot-like binary columns appended (never embedded or scaled)."""
+    X, y = load_iris(return_X_y=True)
+    rng = np.random.default_rng(0)
+    binary = (rng.random((len(y), 2)) < 0.5).astype(float)
+    return np.hstack([X, binary]).astype(np.float32), y
+
+
+def test_built_in_ensemble_predicts_the_mean_of_its_members():
+    X, y = _mixed()
+    clf = NeSCalClassifier(NeSCalLoss(warmup=2, n_neighbors=5), n_members=3, **FAST).fit(X, y)
+    assert clf.penalty_status_ == "penalised"
+    assert sum(isinstance(m, MemberLinear) for m in clf.module_.modules()) == 2
+    with torch.no_grad():
+        members = torch.softmax(clf.module_(torch.as_tensor(X)), -1).numpy()
+    assert members.shape == (len(y), 3, 3)
+    assert not np.allclose(members[:, 0], members[:, 1])  # members differ
+    np.testing.assert_allclose(clf.predict_proba(X), members.mean(1), atol=1e-6)
+    restored = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_array_equal(restored.predict_proba(X), clf.predict_proba(X))
+
+
+@pytest.mark.parametrize("member_graph", ["shared", "per_member"])
+def test_member_graph_options_train(member_graph):
+    X, y = _mixed()
+    loss = NeSCalLoss(warmup=2, n_neighbors=5, member_graph=member_graph)
+    clf = NeSCalClassifier(loss, n_members=2, **FAST).fit(X, y)
+    assert clf.penalty_status_ == "penalised"
+    assert clf.history_[-1]["train_penalty"] > 0
+
+
+def test_periodic_embedding_embeds_only_numeric_columns():
+    X, y = _mixed()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = NeSCalClassifier("ce", numeric_embedding="periodic", **FAST).fit(X, y)
+    assert clf.module_.embedded_index.tolist() == [0, 1, 2, 3]
+    assert clf.module_.passed_index.tolist() == [4, 5]
+    from rtdl_num_embeddings import PeriodicEmbeddings
+
+    assert isinstance(clf.module_.embedding, PeriodicEmbeddings)
+    assert clf.predict_proba(X).shape == (len(y), 3)
+
+
+def test_robust_scaling_is_applied_to_numeric_columns_inside_the_estimator():
+    X, y = _mixed()
+    X[0, 0] = 1e6  # an outlier the smooth clip bounds
+    clf = NeSCalClassifier("ce", numeric_scaling="robust", early_stopping=False, **FAST)
+    clf.fit(X, y)
+    assert clf.input_scaler_.columns == [0, 1, 2, 3]
+    scaler = clf.input_scaler_.scaler_
+    # fitted on the training rows (all of them without early stopping): median, by hand
+    np.testing.assert_allclose(scaler.center_, np.median(X[:, :4], axis=0))
+    scaled = X.copy()
+    scaled[:, :4] = scaler.transform(X[:, :4])
+    assert np.abs(scaled[:, :4]).max() <= 3.0
+    np.testing.assert_array_equal(scaled[:, 4:], X[:, 4:])
+    with torch.no_grad():
+        expected = torch.softmax(clf.module_(torch.as_tensor(scaled)), -1).numpy()
+    np.testing.assert_allclose(clf.predict_proba(X), expected, atol=1e-6)
+
+
+@pytest.mark.parametrize("schedule", ["cosine", "flat_cosine"])
+def test_lr_schedule_sets_each_epochs_learning_rate(schedule):
+    X, y = _mixed()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = NeSCalClassifier(
+            "ce", lr_schedule=schedule, early_stopping=False, **{**FAST, "max_epochs": 4}
+        ).fit(X, y)
+    lrs = clf.history_[:, "event_lr"]
+    if schedule == "cosine":
+        expected = [1e-3 * 0.5 * (1 + math.cos(math.pi * e / 4)) for e in range(4)]
+    else:
+        expected = [1e-3, 1e-3, 1e-3 * 1.0, 1e-3 * 0.5]
+    np.testing.assert_allclose(lrs, expected, rtol=1e-6)
+
+
+def test_backbone_options_need_the_default_module():
+    X, y = _mixed()
+    with pytest.raises(ValueError, match=r"n_members=2 configures the default MLP"):
+        NeSCalClassifier(module=torch.nn.Linear(6, 3), n_members=2).fit(X, y)
+    with pytest.raises(ValueError, match=r"numeric_embedding='periodic' configures"):
+        NeSCalClassifier(module=torch.nn.Linear(6, 3), numeric_embedding="periodic").fit(X, y)
+    with pytest.raises(ValueError, match="lr_schedule"):
+        NeSCalClassifier(lr_schedule="linear").fit(X, y)
+
+
+def test_config_module_by_import_path():
+    from nescal_sklearn.benchmark import ConfigError, LossMethod, TabMModule
+
+    method = LossMethod("ce")
+    built = method.build({"module": "nescal_sklearn.benchmark.TabMModule"}, seed=0)
+    assert built.module is TabMModule
+    with pytest.raises(ConfigError, match="torch.nn.Module subclass"):
+        method.check_value("methods[0].params.module", "module", "numpy.ndarray")
+    with pytest.raises(ConfigError, match="cannot import"):
+        method.check_value("methods[0].params.module", "module", "nowhere.Module")
