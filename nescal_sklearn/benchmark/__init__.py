@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 from .._compat.lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
+    "LightGBMClassifier": "_anchors",
+    "TabMModule": "_anchors",
     "calibrators_markdown": "_calibrator_compare",
     "compare_markdown": "_compare",
     "CompareError": "_compare",
@@ -73,6 +75,7 @@ __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
 
 
 if TYPE_CHECKING:  # pragma: no cover - for static analysers only
+    from ._anchors import LightGBMClassifier, TabMModule  # noqa: F401
     from ._calibrator_compare import calibrators_markdown  # noqa: F401
     from ._compare import (  # noqa: F401
         CompareError,

@@ -196,6 +196,24 @@ def _classifier_parameter_names() -> frozenset[str]:
     return frozenset(NeSCalClassifier().get_params(deep=False)) - set(RUNNER_PARAMS)
 
 
+def _module_class(path: str, value: Any):
+    """A config's ``module``: an import path of a ``torch.nn.Module`` subclass (or the class)."""
+    if value is None or isinstance(value, type):
+        return value
+    if not isinstance(value, str) or "." not in value:
+        raise _fail(path, "the import path of a torch.nn.Module subclass", value)
+    module_name, _, attr = value.rpartition(".")
+    try:
+        found = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(path, f"cannot import {value!r}: {exc}") from None
+    from torch import nn
+
+    if not (isinstance(found, type) and issubclass(found, nn.Module)):
+        raise _fail(path, "the import path of a torch.nn.Module subclass", value)
+    return found
+
+
 @dataclass(frozen=True)
 class LossMethod(MethodKind):
     """``NeSCalClassifier`` trained with a registered loss (``nescal_sklearn.losses.LOSSES``).
@@ -252,6 +270,8 @@ class LossMethod(MethodKind):
                 loss.validate()
         else:
             estimator = NeSCalClassifier(loss=self.ref)
+            if target == "module":
+                value = _module_class(path, value)
 
             def check():
                 estimator.set_params(**{target: value})
@@ -266,6 +286,8 @@ class LossMethod(MethodKind):
         params = dict(params)
         if "hidden_sizes" in params:
             params["hidden_sizes"] = tuple(params["hidden_sizes"])
+        if "module" in params:
+            params["module"] = _module_class("module", params["module"])
         estimator = NeSCalClassifier(loss=get_loss(self.ref), random_state=seed)
         return estimator.set_params(**params)
 
