@@ -60,16 +60,16 @@ class RobustSmoothClipScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
 
     Attributes
     ----------
-    center_ : ndarray of shape (n_features_in_,)
+    center_ : ndarray of shape (n_features,)
         Median of each column over its non-missing training values.
-    scale_ : ndarray of shape (n_features_in_,)
+    scale_ : ndarray of shape (n_features,)
         Multiplicative factor applied after centring: ``1 / (q75 - q25)``, or
         ``1 / ((max - min) / 2)`` where the inter-quartile range is 0, or 0 for a
         constant column (a divisor's inverse, unlike ``StandardScaler.scale_``, which
         is the divisor).
     n_features_in_ : int
         Number of columns seen in ``fit``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (n_features,)
         Column names seen in ``fit``, when ``X`` has string column names.
 
     See Also
