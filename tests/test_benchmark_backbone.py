@@ -3,6 +3,7 @@ outside the suite)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -67,7 +68,21 @@ def test_backbone_quick_smoke(tmp_path):
     assert list(pairs) == ["nescal", "nescal_m8", "nescal_m8_robust"]
 
 
-def test_ensemble_cost_quick():
-    out = run_script("benchmarks/ensemble_cost.py", "--quick").stdout
-    assert "n_members=1" in out and "n_members=4" in out
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_ensemble_cost_quick(capsys):
+    assert _load("ensemble_cost").main(["--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "| n_members=1 |" in out and "| n_members=4 |" in out
     assert "ratio to n_members=1" in out
+
+
+def test_cuda_check_runs_or_says_why_not(capsys):
+    assert _load("cuda_check").main() == 0
+    out = capsys.readouterr().out
+    assert "no CUDA device: nothing to check" in out or "all checks passed" in out

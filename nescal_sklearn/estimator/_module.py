@@ -98,6 +98,12 @@ class MemberLinear(nn.Module):
                 "MemberLinear expects input of shape (n, n_members, in_features) = "
                 f"(n, {self.n_members}, {self.in_features}); got {tuple(X.shape)}."
             )
+        if X.stride(1) == 0:
+            # The same rows for every member (an expanded input, as the first layer of
+            # TabularMLP gets): one (n, in) @ (in, k * out) product, no copy of the input.
+            weight = self.weight.permute(1, 0, 2).reshape(self.in_features, -1)
+            out = (X[:, 0] @ weight).view(len(X), self.n_members, self.out_features)
+            return out if self.bias is None else out + self.bias
         # (k, n, in) @ (k, in, out) as one batched product; baddbmm measured faster than
         # einsum on CPU. The result is returned as a (n, k, out) view.
         members_first = X.transpose(0, 1)
