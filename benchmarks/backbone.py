@@ -16,6 +16,8 @@ the page reports). For each config the script writes, from the records:
   against today's default (``nescal``), its fit time per 1000 training rows (median over
   datasets) and that time relative to RealMLP-TD's on the same dataset;
 * a table of NeSCal against cross-entropy on the same backbone (paired per dataset);
+* the two tables on their own as ``table_<config>.md`` and ``pairs_<config>.md`` (the
+  page includes them);
 * ``backbone_<config>.png``: median change vs HGB + TS against median fit seconds per
   1000 training rows, one point per method.
 
@@ -253,16 +255,21 @@ def main(argv=None) -> int:
             continue
         rows = method_rows(config, pooled, per_thousand_rows(records, config), stage)
         figure = draw(name, rows, args.out / f"backbone_{name}.png", stage_label)
+        table = methods_table(rows, stage_label)
+        pairs = pairs_table(pooled, config, stage, stage_label)
+        # each table on its own too, for docs/backbone.md to include
+        (args.out / f"table_{name}.md").write_text(table + "\n")
+        (args.out / f"pairs_{name}.md").write_text(pairs + "\n")
         sections += [
             f"## {name}",
             "",
             f"`{config.name}`: {len(pooled.datasets)} datasets, seeds {pooled.seeds}.",
             "",
-            methods_table(rows, stage_label),
+            table,
             "",
             "NeSCal against cross-entropy on the same backbone:",
             "",
-            pairs_table(pooled, config, stage, stage_label),
+            pairs,
             "",
         ]
         if figure is not None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 import numpy as np
 from sklearn.datasets import make_classification
@@ -26,6 +27,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--members", type=int, nargs="+", default=[1, 2, 4, 8])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="smoke run: 600 rows, 1 epoch")
+    parser.add_argument("--out", type=Path, default=None, help="also write the table here")
     return parser.parse_args(argv)
 
 
@@ -60,13 +62,23 @@ def main(argv=None) -> int:
     for k in members:
         runs = [measure(k, X_train, y_train, X_test, epochs, hidden) for _ in range(repeats)]
         results[k] = tuple(float(np.median(v)) for v in zip(*runs, strict=True))
-    print(f"{rows} training rows x {args.features} features, MLP {hidden}, 1 thread, "
-          f"median of {repeats} runs")  # fmt: skip
-    print("| members | s per epoch | ratio to n_members=1 | predict_proba s | ratio to n_members=1 |")
-    print("|---|---|---|---|---|")
+    lines = [
+        f"{rows} training rows x {args.features} features, MLP {hidden}, 1 thread, "
+        f"median of {repeats} runs",
+        "",
+        "| members | s per epoch | ratio to n_members=1 | predict_proba s | ratio to n_members=1 |",
+        "|---|---|---|---|---|",
+    ]
     fit1, pred1 = results[members[0]]
     for k, (fit, pred) in results.items():
-        print(f"| n_members={k} | {fit:.3f} | {fit / fit1:.2f}× | {pred:.4f} | {pred / pred1:.2f}× |")
+        lines.append(
+            f"| n_members={k} | {fit:.3f} | {fit / fit1:.2f}× | {pred:.4f} | {pred / pred1:.2f}× |"
+        )
+    text = "\n".join(lines)
+    print(text)
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text + "\n")
     return 0
 
 
