@@ -196,17 +196,22 @@ def _classifier_parameter_names() -> frozenset[str]:
     return frozenset(NeSCalClassifier().get_params(deep=False)) - set(RUNNER_PARAMS)
 
 
+def _import_path(path: str, ref: str) -> Any:
+    """The object a dotted import path ``module.attr`` names; ConfigError at ``path`` if none."""
+    module_name, _, attr = ref.rpartition(".")
+    try:
+        return getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(path, f"cannot import {ref!r}: {exc}") from None
+
+
 def _module_class(path: str, value: Any):
     """A config's ``module``: an import path of a ``torch.nn.Module`` subclass (or the class)."""
     if value is None or isinstance(value, type):
         return value
     if not isinstance(value, str) or "." not in value:
         raise _fail(path, "the import path of a torch.nn.Module subclass", value)
-    module_name, _, attr = value.rpartition(".")
-    try:
-        found = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(path, f"cannot import {value!r}: {exc}") from None
+    found = _import_path(path, value)
     from torch import nn
 
     if not (isinstance(found, type) and issubclass(found, nn.Module)):
@@ -345,11 +350,7 @@ class ClassifierMethod(MethodKind):
                 ref,
             )
         if "." in ref:
-            module_name, _, attr = ref.rpartition(".")
-            try:
-                found = getattr(importlib.import_module(module_name), attr)
-            except (ImportError, AttributeError) as exc:
-                raise ConfigError(path, f"cannot import {ref!r}: {exc}") from None
+            found = _import_path(path, ref)
         else:
             from sklearn.utils.discovery import all_estimators
 

@@ -460,7 +460,11 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
             X_train, X_valid, y_train, y_valid, w_train, w_valid = self._split(
                 X, y_enc, weights, rng
             )
-        self.input_scaler_ = self._fit_input_scaler(X_train)
+        # The columns both numeric options act on, from the training rows as given.
+        numeric = None
+        if self.numeric_scaling is not None or self.numeric_embedding is not None:
+            numeric = numeric_columns(X_train)
+        self.input_scaler_ = self._fit_input_scaler(X_train, numeric)
         X_train = self._scale_inputs(X_train)
         if X_valid is not None:
             X_valid = self._scale_inputs(X_valid)
@@ -482,7 +486,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
                 self.module_kwargs,
                 n_features=X.shape[1],
                 n_classes=len(self.classes_),
-                mlp_kwargs=self._mlp_kwargs(X_train),
+                mlp_kwargs=self._mlp_kwargs(numeric),
             )
             frozen = None if freeze is None else self._frozen_parts(module, freeze)
             net, callbacks = self._build_net(
@@ -701,7 +705,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
             )
         return tuple(int(h) for h in entries)
 
-    def _mlp_kwargs(self, X_train: np.ndarray) -> dict:
+    def _mlp_kwargs(self, numeric: list[int] | None) -> dict:
         kwargs = {
             "hidden_sizes": self._hidden_sizes(),
             "dropout": self.dropout,
@@ -711,13 +715,15 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
             kwargs["n_members"] = int(self.n_members)
         if self.numeric_embedding is not None:
             kwargs["numeric_embedding"] = self.numeric_embedding
-            kwargs["embedded_features"] = numeric_columns(X_train)
+            kwargs["embedded_features"] = numeric
         return kwargs
 
-    def _fit_input_scaler(self, X_train: np.ndarray) -> ColumnScaler | None:
+    def _fit_input_scaler(
+        self, X_train: np.ndarray, numeric: list[int] | None
+    ) -> ColumnScaler | None:
         if self.numeric_scaling is None:
             return None
-        return ColumnScaler(numeric_columns(X_train)).fit(X_train)
+        return ColumnScaler(numeric).fit(X_train)
 
     def _scale_inputs(self, X: np.ndarray) -> np.ndarray:
         scaler = getattr(self, "input_scaler_", None)
