@@ -59,9 +59,7 @@ def lr_scheduler(schedule: str, max_epochs: int) -> LRScheduler:
     later (``unfreeze_at``) keeps its own learning rate.
     """
     lr_factor(schedule, 0, max_epochs)  # validates the name
-    return LRScheduler(
-        policy=LambdaLR, lr_lambda=_Factor(schedule, max_epochs), step_every="epoch"
-    )
+    return LRScheduler(policy=LambdaLR, lr_lambda=_Factor(schedule, max_epochs), step_every="epoch")
 
 
 def numeric_columns(X: np.ndarray) -> list[int]:

@@ -123,7 +123,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         Hidden widths of the default MLP.
     dropout : float, default=0.1
         Dropout of the default MLP.
-    activation : {"relu", "gelu", "silu", "tanh"}, default="relu"
+    activation : {"relu", "gelu", "silu", "tanh", "selu", "mish"}, default="relu"
         Hidden activation of the default MLP.
     n_members : int, default=1
         Members of the default MLP's built-in ensemble: ``k > 1`` trains ``k``
@@ -134,10 +134,11 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         grow about linearly with ``k`` (docs/backbone.md measures it). A module of
         your own is an ensemble when it returns logits of shape (n, k, n_classes)
         (TabM, for instance): the same rules apply to it.
-    numeric_embedding : {None, "periodic"}, default=None
+    numeric_embedding : {None, "periodic", "pbld"}, default=None
         Default MLP only. ``"periodic"``: each numeric column passes through a
         periodic embedding (Gorishniy et al. 2022, ``rtdl_num_embeddings``'
-        ``PeriodicEmbeddings``, ``lite=False``) before the MLP. The embedded columns
+        ``PeriodicEmbeddings``, ``lite=False``) before the MLP; ``"pbld"``: through
+        RealMLP's :class:`PBLDEmbeddings` (4 values per column). The embedded columns
         are those with more than two distinct values among the training rows (so
         one-hot and binary columns are left as they are).
     numeric_scaling : {None, "robust"}, default=None
@@ -287,9 +288,9 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         "module_kwargs": [None, dict],
         "hidden_sizes": ["array-like"],
         "dropout": [Interval(numbers.Real, 0.0, 1.0, closed="left")],
-        "activation": [StrOptions({"relu", "gelu", "silu", "tanh"})],
+        "activation": [StrOptions({"relu", "gelu", "silu", "tanh", "selu", "mish"})],
         "n_members": [Interval(numbers.Integral, 1, None, closed="left")],
-        "numeric_embedding": [None, StrOptions({"periodic"})],
+        "numeric_embedding": [None, StrOptions({"periodic", "pbld"})],
         "numeric_scaling": [None, StrOptions({"robust"})],
         "lr_schedule": [StrOptions(set(LR_SCHEDULES))],
         "embedding_layer": [None, str],

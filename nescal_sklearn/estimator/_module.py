@@ -12,10 +12,21 @@ import numpy as np
 import torch
 from torch import nn
 
+from ._layers import FrontScale, ParametricActivation, PBLDEmbeddings
+
 __all__ = ["MemberLinear", "TabularMLP", "build_module"]
 
-_ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU, "silu": nn.SiLU, "tanh": nn.Tanh}
-_NUMERIC_EMBEDDINGS = (None, "periodic")
+_ACTIVATIONS = {
+    "relu": nn.ReLU,
+    "gelu": nn.GELU,
+    "silu": nn.SiLU,
+    "tanh": nn.Tanh,
+    "selu": nn.SELU,
+    "mish": nn.Mish,
+}
+_NUMERIC_EMBEDDINGS = (None, "periodic", "pbld")
+#: Embedding size per column when ``numeric_embedding_dim`` is None.
+_DEFAULT_EMBEDDING_DIM = {"periodic": 16, "pbld": 4}
 
 
 def _is_int(value: object) -> bool:
@@ -174,7 +185,7 @@ class TabularMLP(nn.Module):
         Widths of the hidden layers.
     dropout : float, default=0.1
         Dropout probability after each hidden activation.
-    activation : {"relu", "gelu", "silu", "tanh"}, default="relu"
+    activation : {"relu", "gelu", "silu", "tanh", "selu", "mish"}, default="relu"
         Hidden activation.
     n_members : int, default=1
         Number of ensemble members ``k``. ``1`` is the plain MLP (``nn.Linear`` layers in
@@ -182,25 +193,37 @@ class TabularMLP(nn.Module):
         into :class:`MemberLinear` layers: the (embedded) input is broadcast to
         ``(n, k, width)`` without a copy and the output is ``(n, k, n_classes)``, the
         logits of every member. Members have their own weights and dropout masks.
-    numeric_embedding : {None, "periodic"}, default=None
+    numeric_embedding : {None, "periodic", "pbld"}, default=None
         ``"periodic"`` embeds the columns ``embedded_features`` with
         ``rtdl_num_embeddings.PeriodicEmbeddings(n_embedded, numeric_embedding_dim,
         lite=False)`` (Gorishniy et al., 2022, "On embeddings for numerical features in
-        tabular deep learning"), flattens them to ``n_embedded * numeric_embedding_dim``
-        columns and appends the other columns, unchanged, after them. With
-        ``n_members > 1`` all members share this one embedding (it runs once, before
-        the broadcast to members). Needs the ``rtdl_num_embeddings`` package.
+        tabular deep learning"; needs the ``rtdl_num_embeddings`` package); ``"pbld"``
+        with RealMLP's :class:`PBLDEmbeddings`. Either flattens the embedded columns to
+        ``n_embedded * numeric_embedding_dim`` columns and appends the other columns,
+        unchanged, after them. With ``n_members > 1`` all members share this one
+        embedding (it runs once, before the broadcast to members).
     embedded_features : sequence of int or None, default=None
         Column indices (into the input) to embed, in the order they are embedded;
         ``None`` means every column, an empty sequence means none (the MLP then sees
         the raw input). Ignored when ``numeric_embedding`` is None.
-    numeric_embedding_dim : int, default=16
-        Embedding size ``d`` per embedded column.
+    numeric_embedding_dim : int or None, default=None
+        Embedding size ``d`` per embedded column; None: 16 for ``"periodic"``, 4 for
+        ``"pbld"`` (RealMLP's size, the raw value included).
+    front_scale : bool, default=False
+        Put a :class:`FrontScale` (a learned scale per column, RealMLP's scaling layer)
+        between the (embedded) input and the first linear layer, shared by the members.
+    parametric_activation : bool, default=False
+        Wrap each hidden activation ``f`` in a :class:`ParametricActivation`,
+        ``x + alpha * (f(x) - x)`` with a learned ``alpha`` per unit (per member and unit
+        when ``n_members > 1``), as RealMLP does.
 
     Attributes
     ----------
     embedding : torch.nn.Module or None
-        The shared ``PeriodicEmbeddings``, or None when nothing is embedded.
+        The shared ``PeriodicEmbeddings`` or :class:`PBLDEmbeddings`, or None when
+        nothing is embedded.
+    front : FrontScale or None
+        The front scale, when ``front_scale`` is True.
     layers : torch.nn.Sequential
         The MLP (``nn.Linear`` layers when ``n_members == 1``, else
         :class:`MemberLinear`); its last entry is the output layer.
@@ -214,9 +237,10 @@ class TabularMLP(nn.Module):
     ``w_0 = m * d + (n_features - m)`` (``w_0 = n_features`` without embedding) and,
     with hidden widths ``w_1 .. w_L``, each member has
     ``sum_l (w_{l-1} + 1) * w_l + (w_L + 1) * n_classes`` parameters; the network has
-    ``n_members`` times that. The shared embedding adds ``m * (48 + 97 * d)``
+    ``n_members`` times that. The shared periodic embedding adds ``m * (48 + 97 * d)``
     parameters once (48 frequencies per column, then a per-column linear map
-    ``96 -> d`` with bias).
+    ``96 -> d`` with bias); PBLD adds ``m * (32 + 17 * (d - 1))``. A front scale adds
+    ``w_0``; parametric activations add ``n_members * (w_1 + ... + w_L)``.
 
     The input of the output layer (``embedding_layer_name``) is the penultimate
     representation, of shape ``(n, w_L)`` or ``(n, n_members, w_L)``.
@@ -247,7 +271,9 @@ class TabularMLP(nn.Module):
         n_members: int = 1,
         numeric_embedding: str | None = None,
         embedded_features: Sequence[int] | None = None,
-        numeric_embedding_dim: int = 16,
+        numeric_embedding_dim: int | None = None,
+        front_scale: bool = False,
+        parametric_activation: bool = False,
     ) -> None:
         super().__init__()
         if activation not in _ACTIVATIONS:
@@ -257,17 +283,27 @@ class TabularMLP(nn.Module):
         n_members = _check_positive_int("n_members", n_members)
         if numeric_embedding not in _NUMERIC_EMBEDDINGS:
             raise ValueError(
-                f"numeric_embedding must be None or 'periodic'; got {numeric_embedding!r}."
+                f"numeric_embedding must be None, 'periodic' or 'pbld'; got {numeric_embedding!r}."
             )
         self.n_members = n_members
         self.embedding: nn.Module | None = None
         width = n_features
         if numeric_embedding is not None:
+            if numeric_embedding_dim is None:
+                numeric_embedding_dim = _DEFAULT_EMBEDDING_DIM[numeric_embedding]
             d = _check_positive_int("numeric_embedding_dim", numeric_embedding_dim)
+            if numeric_embedding == "pbld" and d < 2:
+                raise ValueError(
+                    "numeric_embedding_dim must be >= 2 with numeric_embedding='pbld' (the "
+                    f"raw value is one of its outputs); got {numeric_embedding_dim!r}."
+                )
             embedded = _check_embedded_features(embedded_features, n_features)
             if embedded:
                 passed = sorted(set(range(n_features)) - set(embedded))
-                self.embedding = _periodic_embeddings(len(embedded), d)
+                if numeric_embedding == "pbld":
+                    self.embedding = PBLDEmbeddings(len(embedded), d_embedding=d)
+                else:
+                    self.embedding = _periodic_embeddings(len(embedded), d)
                 # Non-persistent: derived from the constructor's arguments, so state_dict
                 # keys are only learned parameters.
                 for name, columns in (("embedded_index", embedded), ("passed_index", passed)):
@@ -280,9 +316,16 @@ class TabularMLP(nn.Module):
                 return nn.Linear(n_in, n_out)
             return MemberLinear(n_in, n_out, n_members)
 
+        self.front = FrontScale(width) if front_scale else None
+
+        def act(size: int) -> nn.Module:
+            if parametric_activation:
+                return ParametricActivation(_ACTIVATIONS[activation](), size, n_members)
+            return _ACTIVATIONS[activation]()
+
         layers: list[nn.Module] = []
         for size in hidden_sizes:
-            layers += [linear(width, int(size)), _ACTIVATIONS[activation](), nn.Dropout(dropout)]
+            layers += [linear(width, int(size)), act(int(size)), nn.Dropout(dropout)]
             width = int(size)
         layers.append(linear(width, n_classes))
         self.layers = nn.Sequential(*layers)
@@ -291,8 +334,9 @@ class TabularMLP(nn.Module):
         super().__setstate__(state)
         # Networks pickled before n_members / numeric_embedding existed: plain MLPs.
         self.__dict__.setdefault("n_members", 1)
-        if "embedding" not in self._modules:
-            self.__dict__.setdefault("embedding", None)
+        for name in ("embedding", "front"):
+            if name not in self._modules:
+                self.__dict__.setdefault(name, None)
 
     @property
     def embedding_layer_name(self) -> str:
@@ -307,6 +351,8 @@ class TabularMLP(nn.Module):
         if self.embedding is not None:
             embedded = self.embedding(X.index_select(1, self.embedded_index)).flatten(1)
             X = torch.cat([embedded, X.index_select(1, self.passed_index)], dim=1)
+        if self.front is not None:
+            X = self.front(X)
         if self.n_members > 1:
             X = X.unsqueeze(1).expand(-1, self.n_members, -1)
         return self.layers(X)
@@ -335,6 +381,5 @@ def build_module(
                 kwargs[key] = value
         return module(**kwargs)
     raise TypeError(
-        "module must be None, a torch.nn.Module subclass or an nn.Module instance; got "
-        f"{module!r}."
+        f"module must be None, a torch.nn.Module subclass or an nn.Module instance; got {module!r}."
     )
