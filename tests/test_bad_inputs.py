@@ -442,7 +442,7 @@ A1_CASES = [
          Returns(PROBA, warns=((UserWarning, "loss__warmup='auto' ends the warm-up where the "
                                 "validation NLL stops improving, but early_stopping=False"),))),
     Case("E82", "patience=0", lambda c: c.fit(graph(patience=0)),
-         _invalid("patience", "an int in the range [1, inf)", "0")),
+         _invalid("patience", "an int in the range [1, inf) or None", "0")),
     Case("E83", "max_epochs=2.0", lambda c: c.fit(graph(max_epochs=2.0)),
          _invalid("max_epochs", "an int in the range [1, inf)", "2.0")),
     Case("E84", "batch_size=0", lambda c: c.fit(graph(batch_size=0)),

@@ -166,6 +166,21 @@ def test_early_stopping_counts_from_warmup_and_restores_best():
     assert clf.n_epochs_ == max(clf.best_epoch_, 16) + 3
 
 
+def test_patience_none_trains_every_epoch_and_restores_the_best_one():
+    X, y = make_classification(300, 10, n_informative=4, flip_y=0.3, random_state=0)
+    clf = NeSCalClassifier(
+        "ce", hidden_sizes=(64,), dropout=0.0, max_epochs=25, patience=None, lr=1e-2,
+        batch_size=32, random_state=0,
+    ).fit(X, y)  # fmt: skip
+    assert clf.n_epochs_ == 25  # no early stop, although this overfits
+    valid = clf.history_[:, "valid_loss"]
+    assert clf.best_epoch_ < 25 and valid[clf.best_epoch_ - 1] == min(valid)
+    # An int patience on the same fit stops early, at the same best epoch.
+    early = clone(clf).set_params(patience=3).fit(X, y)
+    assert early.n_epochs_ == early.best_epoch_ + 3 < 25
+    assert early.best_epoch_ == clf.best_epoch_
+
+
 def test_auto_warmup_restores_best_cross_entropy_checkpoint():
     X, y = make_classification(300, 10, n_informative=4, flip_y=0.3, random_state=0)
     clf = NeSCalClassifier(

@@ -222,7 +222,7 @@ def test_embedding_layer_name_is_the_output_layer_fed_the_penultimate_activation
         ({"n_members": True}, "n_members must be an int >= 1; got True."),
         (
             {"numeric_embedding": "linear"},
-            "numeric_embedding must be None or 'periodic'; got 'linear'.",
+            "numeric_embedding must be None, 'periodic' or 'pbld'; got 'linear'.",
         ),
         (
             {"numeric_embedding": "periodic", "numeric_embedding_dim": 0},

@@ -32,6 +32,8 @@ __all__ = [
     "ParameterConflict",
     "public_path",
     "resolved_params",
+    "identity_params",
+    "IDENTITY_NEUTRAL",
 ]
 
 #: Estimator parameters that the runner sets (seeds, verbosity, the loss itself).
@@ -98,6 +100,33 @@ def resolved_params(estimator) -> dict:
 
     params = clone(estimator).get_params(deep=True)
     return {name: _canonical(value) for name, value in sorted(params.items())}
+
+
+#: Parameters added to an estimator after records of it were stored, each with the value
+#: that reproduces the fits made before it existed. A fit's identity
+#: (:func:`identity_params`) leaves such a parameter out while it holds that value, so
+#: that adding a parameter does not orphan every stored record. Add a parameter here
+#: when it is introduced; never a parameter whose default changed.
+IDENTITY_NEUTRAL: dict[str, dict[str, Any]] = {
+    "nescal_sklearn.NeSCalClassifier": {"categorical_embedding": False},
+}
+
+
+def identity_params(estimator) -> dict:
+    """:func:`resolved_params` without the :data:`IDENTITY_NEUTRAL` parameters at their
+    neutral value: what a fit's record key hashes.
+
+    Examples
+    --------
+    >>> from nescal_sklearn import NeSCalClassifier
+    >>> "categorical_embedding" in identity_params(NeSCalClassifier())
+    False
+    >>> identity_params(NeSCalClassifier(categorical_embedding=True))["categorical_embedding"]
+    True
+    """
+    params = resolved_params(estimator)
+    neutral = IDENTITY_NEUTRAL.get(public_path(type(estimator)), {})
+    return {k: v for k, v in params.items() if not (k in neutral and v == neutral[k])}
 
 
 class ParameterConflict(ValueError):

@@ -8,7 +8,8 @@ point is then fitted on the confirm seeds, whose test metrics are the reported
 results. A method with a single point skips the search.
 
 Every fit's key is the hash of its identity (:func:`fit_identity`), which holds the
-estimator's *resolved* parameters: a changed library default gives new keys.
+estimator's *resolved* parameters: a changed library default gives new keys (a newly
+added parameter at its neutral value does not: ``IDENTITY_NEUTRAL`` in ``_methods``).
 :class:`FitIndex` (``plan.json`` in a results folder) maps every fit a run may need
 to its key, so the report and ``compare`` find a run's records without importing
 torch.
@@ -24,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ._config import BenchmarkConfig
-from ._methods import MethodSpec, public_path, resolved_params
+from ._methods import MethodSpec, identity_params, public_path
 from ._records import RECORD_FORMAT, identity_differences, record_key
 from ._sources import DataContext, DatasetSource
 from ._specs import Budget, CalibratorSpec, Splits
@@ -78,7 +79,7 @@ def fit_identity(
         "split": dataset.split_identity(config.splits),
         "method": method.name,
         "estimator": public_path(type(estimator)),
-        "params": resolved_params(estimator),
+        "params": identity_params(estimator),
         "seed": seed,
         "calibrators": [c.to_json() for c in config.calibrators],
         "conditions": [c.to_json() for c in config.conditions],

@@ -84,6 +84,61 @@ def numeric_columns(X: np.ndarray) -> list[int]:
     return columns
 
 
+def one_hot_groups(X: np.ndarray, min_size: int = 2) -> list[list[int]]:
+    """Runs of adjacent 0/1 columns that one-hot encode a categorical feature.
+
+    A group is a run of adjacent columns holding only 0 and 1 whose sum is exactly 1 on
+    every row: each row has one category. Columns are scanned left to right; a run
+    grows until its row sums are all 1 (a group) or some row sum exceeds 1 (then its
+    first column is a plain binary column and the scan restarts after it). This finds
+    the output of a ``OneHotEncoder`` (``make_tabular_preprocessor``, the benchmark
+    runner's preprocessing) without being told where it is.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        Training rows.
+    min_size : int, default=2
+        Smallest group returned, in columns.
+
+    Returns
+    -------
+    list of list of int
+        The column indices of each group, groups in column order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nescal_sklearn.estimator._backbone import one_hot_groups
+    >>> X = np.array([[0.5, 1, 0, 0, 1], [1.5, 0, 1, 0, 0], [2.5, 0, 0, 1, 1]])
+    >>> one_hot_groups(X)
+    [[1, 2, 3]]
+    """
+    X = np.asarray(X, dtype=float)
+    binary = [bool(np.isin(X[:, j], (0.0, 1.0)).all()) for j in range(X.shape[1])]
+    groups: list[list[int]] = []
+    start = 0
+    while start < X.shape[1]:
+        if not binary[start]:
+            start += 1
+            continue
+        total = X[:, start].copy()
+        end = start
+        while not np.all(total == 1.0):
+            if end + 1 >= X.shape[1] or not binary[end + 1] or np.any(total + X[:, end + 1] > 1):
+                end = -1
+                break
+            end += 1
+            total += X[:, end]
+        if end == -1:
+            start += 1
+            continue
+        if end - start + 1 >= min_size:
+            groups.append(list(range(start, end + 1)))
+        start = end + 1
+    return groups
+
+
 class ColumnScaler:
     """:class:`RobustSmoothClipScaler` on some columns of a float matrix, the rest unchanged.
 

@@ -32,7 +32,13 @@ from torch import nn
 from ..exceptions import PenaltyInactiveWarning
 from ..losses import TrainingLoss, get_loss
 from ..penalties import ensemble_logits
-from ._backbone import LR_SCHEDULES, ColumnScaler, lr_scheduler, numeric_columns
+from ._backbone import (
+    LR_SCHEDULES,
+    ColumnScaler,
+    lr_scheduler,
+    numeric_columns,
+    one_hot_groups,
+)
 from ._callbacks import (
     CRITERIA,
     BuildNeighbourhood,
@@ -47,6 +53,10 @@ from ._module import build_module
 from ._net import NeSCalNet, TrainingInterrupted
 
 __all__ = ["NeSCalClassifier"]
+
+#: Fewest one-hot columns (categories) of a feature that ``categorical_embedding``
+#: embeds; RealMLP one-hot encodes up to 9 categories and embeds larger features.
+CATEGORICAL_EMBEDDING_MIN_SIZE = 10
 
 #: Warm-up fraction used by ``warmup="auto"`` when there are no validation rows.
 AUTO_WARMUP_FALLBACK = 0.3
@@ -150,6 +160,13 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         this is the same as ``make_tabular_pipeline(numeric_scaling="robust")``;
         here it is one parameter of the classifier (a grid can search it). None:
         the inputs as given.
+    categorical_embedding : bool, default=False
+        Default MLP only. True: each one-hot encoded categorical feature of at least
+        10 categories (a run of adjacent 0/1 columns with exactly one 1 per training
+        row, as ``make_tabular_pipeline`` produces) gets a learned embedding of 8
+        values (:class:`CategoricalEmbeddings`, as RealMLP embeds its categorical
+        features of more than 9 categories); smaller ones stay one-hot. The groups
+        found are the fitted attribute ``categorical_groups_``.
     lr_schedule : {"constant", "cosine", "flat_cosine"}, default="constant"
         Learning-rate multiplier per epoch over ``max_epochs``: constant, cosine
         decay from 1 to 0, or flat for the first half then cosine to 0 (as
@@ -182,8 +199,10 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         Held-out rows never enter the neighbour graph.
     validation_fraction : float, default=0.2
         Fraction held out for early stopping.
-    patience : int, default=10
-        Early-stopping patience in epochs.
+    patience : int or None, default=10
+        Early-stopping patience in epochs. None: never stop early; train for
+        ``max_epochs`` and restore the epoch that was best on the validation rows
+        (best-epoch selection, as RealMLP trains).
     mixup : float, default=0.0
         When > 0, mixup with Beta(mixup, mixup) coefficients: inputs and targets of
         each batch are mixed with a random permutation of it (the loss is the
@@ -243,6 +262,9 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         The trained network (in eval mode, on the training device).
     input_scaler_ : ColumnScaler or None
         The fitted ``numeric_scaling`` of the inputs (None without it).
+    categorical_groups_ : list of list of int
+        The one-hot groups that ``categorical_embedding`` embeds (column indices of
+        each); empty without it.
     loss_ : TrainingLoss
         The objective used (a validated copy of ``loss``; a spec, so it holds no
         graph or cache).
@@ -292,6 +314,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         "n_members": [Interval(numbers.Integral, 1, None, closed="left")],
         "numeric_embedding": [None, StrOptions({"periodic", "pbld"})],
         "numeric_scaling": [None, StrOptions({"robust"})],
+        "categorical_embedding": ["boolean"],
         "lr_schedule": [StrOptions(set(LR_SCHEDULES))],
         "embedding_layer": [None, str],
         "max_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -300,7 +323,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         "weight_decay": [Interval(numbers.Real, 0.0, None, closed="left")],
         "early_stopping": [StrOptions({"nll", "refinement"}), "boolean"],
         "validation_fraction": [Interval(numbers.Real, 0.0, 1.0, closed="neither")],
-        "patience": [Interval(numbers.Integral, 1, None, closed="left")],
+        "patience": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "mixup": [Interval(numbers.Real, 0.0, None, closed="left")],
         "class_weight": [None, dict, StrOptions({"balanced"})],
         "freeze": [None, list, tuple],
@@ -324,6 +347,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         n_members: int = 1,
         numeric_embedding: str | None = None,
         numeric_scaling: str | None = None,
+        categorical_embedding: bool = False,
         lr_schedule: str = "constant",
         embedding_layer: str | None = None,
         max_epochs: int = 100,
@@ -332,7 +356,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         weight_decay: float = 1e-4,
         early_stopping: str | bool = "nll",
         validation_fraction: float = 0.2,
-        patience: int = 10,
+        patience: int | None = 10,
         mixup: float = 0.0,
         class_weight: dict | str | None = None,
         freeze: Sequence[str] | None = None,
@@ -352,6 +376,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         self.n_members = n_members
         self.numeric_embedding = numeric_embedding
         self.numeric_scaling = numeric_scaling
+        self.categorical_embedding = categorical_embedding
         self.lr_schedule = lr_schedule
         self.embedding_layer = embedding_layer
         self.max_epochs = max_epochs
@@ -465,6 +490,11 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         numeric = None
         if self.numeric_scaling is not None or self.numeric_embedding is not None:
             numeric = numeric_columns(X_train)
+        self.categorical_groups_ = (
+            one_hot_groups(X_train, min_size=CATEGORICAL_EMBEDDING_MIN_SIZE)
+            if self.categorical_embedding
+            else []
+        )
         self.input_scaler_ = self._fit_input_scaler(X_train, numeric)
         X_train = self._scale_inputs(X_train)
         if X_valid is not None:
@@ -717,6 +747,8 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         if self.numeric_embedding is not None:
             kwargs["numeric_embedding"] = self.numeric_embedding
             kwargs["embedded_features"] = numeric
+        if self.categorical_groups_:
+            kwargs["categorical_groups"] = self.categorical_groups_
         return kwargs
 
     def _fit_input_scaler(
@@ -734,7 +766,11 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         """The default MLP's backbone options cannot reach a module of the user's own."""
         if self.module is None:
             return
-        for name, default in (("n_members", 1), ("numeric_embedding", None)):
+        for name, default in (
+            ("n_members", 1),
+            ("numeric_embedding", None),
+            ("categorical_embedding", False),
+        ):
             value = getattr(self, name)
             if value != default:
                 raise ValueError(
@@ -819,8 +855,11 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
             # Validation rows carry no row id into the graph (only their weights).
             valid_X = X_valid if w_valid is None else {"X": X_valid, "sample_weight": w_valid}
             train_split = predefined_split(Dataset(valid_X, y_valid))
+            # patience=None: a patience of max_epochs never stops; the best epoch is
+            # still restored at the end (best-epoch selection).
+            patience = self.max_epochs if self.patience is None else self.patience
             callbacks["early_stopping"] = EarlyStoppingAfterWarmup(
-                self.patience, wait_for_warmup=loss.uses_neighbours, monitor=monitor
+                patience, wait_for_warmup=loss.uses_neighbours, monitor=monitor
             )
         if frozen is not None and self.unfreeze_at is not None:
             lr = self.lr if self.unfreeze_lr is None else self.unfreeze_lr

@@ -9,7 +9,7 @@ import math
 import torch
 from torch import nn
 
-__all__ = ["FrontScale", "ParametricActivation", "PBLDEmbeddings"]
+__all__ = ["CategoricalEmbeddings", "FrontScale", "ParametricActivation", "PBLDEmbeddings"]
 
 
 class FrontScale(nn.Module):
@@ -149,3 +149,64 @@ class PBLDEmbeddings(nn.Module):
         periodic = torch.cos(2 * math.pi * X.unsqueeze(-1) * self.frequencies + self.phases)
         linear = torch.einsum("nmh,mhd->nmd", periodic, self.weight) + self.bias
         return torch.cat([linear, X.unsqueeze(-1)], dim=-1)
+
+
+class CategoricalEmbeddings(nn.Module):
+    """Learned embeddings of one-hot encoded categorical features.
+
+    Group ``g`` of ``size_g`` one-hot columns has a table ``E_g`` of shape
+    ``(size_g, d_embedding)``; a row's embedding is ``onehot_g @ E_g``, the table row of
+    its category (``nn.Embedding``'s lookup, written as a product so that it runs on
+    the one-hot columns a pipeline already produces; an all-zero row, a category
+    unseen in training, gets the zero vector). RealMLP embeds its categorical
+    features with more than 9 categories this way, with 8 values each.
+
+    Parameters
+    ----------
+    group_sizes : sequence of int
+        Number of one-hot columns of each group, in input order.
+    d_embedding : int, default=8
+        Embedding size per group.
+
+    Attributes
+    ----------
+    weight : torch.nn.Parameter of shape (sum(group_sizes), d_embedding)
+        The tables of all groups, stacked; initialised ``N(0, 1)`` as ``nn.Embedding``.
+
+    Notes
+    -----
+    Input ``(n, sum(group_sizes))``, the groups' columns side by side; output
+    ``(n, len(group_sizes) * d_embedding)``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from nescal_sklearn.estimator import CategoricalEmbeddings
+    >>> layer = CategoricalEmbeddings([3, 2], d_embedding=4)
+    >>> out = layer(torch.tensor([[0.0, 1.0, 0.0, 1.0, 0.0]]))
+    >>> out.shape
+    torch.Size([1, 8])
+    >>> torch.equal(out[0, :4], layer.weight[1]) and torch.equal(out[0, 4:], layer.weight[3])
+    True
+    """
+
+    def __init__(self, group_sizes, d_embedding: int = 8) -> None:
+        super().__init__()
+        self.group_sizes = [int(size) for size in group_sizes]
+        if not self.group_sizes or min(self.group_sizes) < 1:
+            raise ValueError(
+                f"group_sizes must be a non-empty sequence of ints >= 1; got {group_sizes!r}."
+            )
+        self.d_embedding = int(d_embedding)
+        self.weight = nn.Parameter(torch.randn(sum(self.group_sizes), self.d_embedding))
+
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
+        parts = []
+        start = 0
+        for size in self.group_sizes:
+            parts.append(X[:, start : start + size] @ self.weight[start : start + size])
+            start += size
+        return torch.cat(parts, dim=1)
+
+    def extra_repr(self) -> str:
+        return f"group_sizes={self.group_sizes}, d_embedding={self.d_embedding}"

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._layers import FrontScale, ParametricActivation, PBLDEmbeddings
+from ._layers import CategoricalEmbeddings, FrontScale, ParametricActivation, PBLDEmbeddings
 
 __all__ = ["MemberLinear", "TabularMLP", "build_module"]
 
@@ -169,6 +169,40 @@ def _check_embedded_features(embedded_features: object, n_features: int) -> list
     return indices
 
 
+def _check_categorical_groups(
+    groups: object, n_features: int, embedded: list[int]
+) -> list[list[int]]:
+    if groups is None:
+        return []
+    if isinstance(groups, (str, bytes)) or not isinstance(groups, (Sequence, np.ndarray)):
+        raise ValueError(
+            f"categorical_groups must be None or a sequence of column-index sequences; got "
+            f"{groups!r}."
+        )
+    checked = []
+    for group in groups:
+        if isinstance(group, (str, bytes)) or not isinstance(group, (Sequence, np.ndarray)):
+            raise ValueError(
+                f"categorical_groups must hold sequences of column indices; got {group!r} "
+                f"in {groups!r}."
+            )
+        bad = [i for i in group if not _is_int(i) or not 0 <= i < n_features]
+        if not len(group) or bad:
+            raise ValueError(
+                f"each group of categorical_groups must be a non-empty sequence of column "
+                f"indices in [0, {n_features}); got {list(group)!r}."
+            )
+        checked.append([int(i) for i in group])
+    flat = [i for group in checked for i in group]
+    repeated = sorted({i for i in flat if flat.count(i) > 1} | (set(flat) & set(embedded)))
+    if repeated:
+        raise ValueError(
+            f"categorical_groups must not repeat a column or share one with "
+            f"embedded_features; got {groups!r} with {repeated!r} repeated."
+        )
+    return checked
+
+
 class TabularMLP(nn.Module):
     """A multilayer perceptron for tabular rows: [Linear -> activation -> dropout] x L -> Linear.
 
@@ -209,6 +243,13 @@ class TabularMLP(nn.Module):
     numeric_embedding_dim : int or None, default=None
         Embedding size ``d`` per embedded column; None: 16 for ``"periodic"``, 4 for
         ``"pbld"`` (RealMLP's size, the raw value included).
+    categorical_groups : sequence of sequences of int or None, default=None
+        Column indices of one-hot encoded categorical features, one sequence per
+        feature. Each group is replaced by its learned embedding
+        (:class:`CategoricalEmbeddings`, ``categorical_embedding_dim`` values), placed
+        after the numeric embeddings and before the other columns. None: no group.
+    categorical_embedding_dim : int, default=8
+        Embedding size per categorical group (RealMLP: 8).
     front_scale : bool, default=False
         Put a :class:`FrontScale` (a learned scale per column, RealMLP's scaling layer)
         between the (embedded) input and the first linear layer, shared by the members.
@@ -222,6 +263,8 @@ class TabularMLP(nn.Module):
     embedding : torch.nn.Module or None
         The shared ``PeriodicEmbeddings`` or :class:`PBLDEmbeddings`, or None when
         nothing is embedded.
+    categorical : CategoricalEmbeddings or None
+        The embeddings of ``categorical_groups``, or None when there is none.
     front : FrontScale or None
         The front scale, when ``front_scale`` is True.
     layers : torch.nn.Sequential
@@ -233,14 +276,17 @@ class TabularMLP(nn.Module):
     Shapes: input ``(n, n_features)``; output ``(n, n_classes)`` when ``n_members == 1``,
     ``(n, n_members, n_classes)`` otherwise.
 
-    Parameter count. With ``m`` embedded columns, the MLP's input width is
-    ``w_0 = m * d + (n_features - m)`` (``w_0 = n_features`` without embedding) and,
+    Parameter count. With ``m`` embedded columns and ``G`` categorical groups of ``c``
+    columns in all, the MLP's input width is
+    ``w_0 = m * d + G * d_cat + (n_features - m - c)`` (``w_0 = n_features`` without
+    embeddings) and,
     with hidden widths ``w_1 .. w_L``, each member has
     ``sum_l (w_{l-1} + 1) * w_l + (w_L + 1) * n_classes`` parameters; the network has
     ``n_members`` times that. The shared periodic embedding adds ``m * (48 + 97 * d)``
     parameters once (48 frequencies per column, then a per-column linear map
     ``96 -> d`` with bias); PBLD adds ``m * (32 + 17 * (d - 1))``. A front scale adds
-    ``w_0``; parametric activations add ``n_members * (w_1 + ... + w_L)``.
+    ``w_0``; parametric activations add ``n_members * (w_1 + ... + w_L)``; categorical
+    embeddings add ``c * d_cat``.
 
     The input of the output layer (``embedding_layer_name``) is the penultimate
     representation, of shape ``(n, w_L)`` or ``(n, n_members, w_L)``.
@@ -274,6 +320,8 @@ class TabularMLP(nn.Module):
         numeric_embedding_dim: int | None = None,
         front_scale: bool = False,
         parametric_activation: bool = False,
+        categorical_groups: Sequence[Sequence[int]] | None = None,
+        categorical_embedding_dim: int = 8,
     ) -> None:
         super().__init__()
         if activation not in _ACTIVATIONS:
@@ -287,7 +335,9 @@ class TabularMLP(nn.Module):
             )
         self.n_members = n_members
         self.embedding: nn.Module | None = None
-        width = n_features
+        self.categorical: nn.Module | None = None
+        embedded: list[int] = []
+        d = 0
         if numeric_embedding is not None:
             if numeric_embedding_dim is None:
                 numeric_embedding_dim = _DEFAULT_EMBEDDING_DIM[numeric_embedding]
@@ -299,17 +349,29 @@ class TabularMLP(nn.Module):
                 )
             embedded = _check_embedded_features(embedded_features, n_features)
             if embedded:
-                passed = sorted(set(range(n_features)) - set(embedded))
                 if numeric_embedding == "pbld":
                     self.embedding = PBLDEmbeddings(len(embedded), d_embedding=d)
                 else:
                     self.embedding = _periodic_embeddings(len(embedded), d)
-                # Non-persistent: derived from the constructor's arguments, so state_dict
-                # keys are only learned parameters.
-                for name, columns in (("embedded_index", embedded), ("passed_index", passed)):
-                    index = torch.tensor(columns, dtype=torch.long)
-                    self.register_buffer(name, index, persistent=False)
-                width = len(embedded) * d + len(passed)
+        groups = _check_categorical_groups(categorical_groups, n_features, embedded)
+        d_cat = _check_positive_int("categorical_embedding_dim", categorical_embedding_dim)
+        if groups:
+            self.categorical = CategoricalEmbeddings([len(g) for g in groups], d_cat)
+        width = n_features
+        if embedded or groups:
+            in_groups = [column for group in groups for column in group]
+            passed = sorted(set(range(n_features)) - set(embedded) - set(in_groups))
+            # Non-persistent: derived from the constructor's arguments, so state_dict
+            # keys are only learned parameters.
+            indices = [("passed_index", passed)]
+            if embedded:
+                indices.append(("embedded_index", embedded))
+            if groups:
+                indices.append(("categorical_index", in_groups))
+            for name, columns in indices:
+                index = torch.tensor(columns, dtype=torch.long)
+                self.register_buffer(name, index, persistent=False)
+            width = len(embedded) * d + len(groups) * d_cat + len(passed)
 
         def linear(n_in: int, n_out: int) -> nn.Module:
             if n_members == 1:
@@ -334,7 +396,7 @@ class TabularMLP(nn.Module):
         super().__setstate__(state)
         # Networks pickled before n_members / numeric_embedding existed: plain MLPs.
         self.__dict__.setdefault("n_members", 1)
-        for name in ("embedding", "front"):
+        for name in ("embedding", "front", "categorical"):
             if name not in self._modules:
                 self.__dict__.setdefault(name, None)
 
@@ -348,9 +410,14 @@ class TabularMLP(nn.Module):
         return f"layers.{len(self.layers) - 1}"
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
-        if self.embedding is not None:
-            embedded = self.embedding(X.index_select(1, self.embedded_index)).flatten(1)
-            X = torch.cat([embedded, X.index_select(1, self.passed_index)], dim=1)
+        if self.embedding is not None or self.categorical is not None:
+            parts = []
+            if self.embedding is not None:
+                parts.append(self.embedding(X.index_select(1, self.embedded_index)).flatten(1))
+            if self.categorical is not None:
+                parts.append(self.categorical(X.index_select(1, self.categorical_index)))
+            parts.append(X.index_select(1, self.passed_index))
+            X = torch.cat(parts, dim=1)
         if self.front is not None:
             X = self.front(X)
         if self.n_members > 1:
