@@ -252,8 +252,8 @@ def test_classifier_embeds_only_large_categorical_features():
     frame = pd.DataFrame({"x": x, "city": [f"c{c}" for c in city],
                           "colour": [f"k{c}" for c in colour]})  # fmt: skip
     pipe = make_tabular_pipeline(
-        NeSCalClassifier("ce", categorical_embedding=True, hidden_sizes=(16,), max_epochs=20,
-                         batch_size=32, lr=3e-3, random_state=0)  # fmt: skip
+        NeSCalClassifier("ce", categorical_embedding=True, hidden_sizes=(32,), max_epochs=60,
+                         batch_size=32, lr=1e-2, random_state=0)  # fmt: skip
     ).fit(frame, y)
     clf = pipe[-1]
     assert [len(g) for g in clf.categorical_groups_] == [12]  # colour (3) stays one-hot

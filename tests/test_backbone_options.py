@@ -86,8 +86,9 @@ def test_lr_schedule_sets_each_epochs_learning_rate(schedule):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         clf = NeSCalClassifier(
-            "ce", lr_schedule=schedule, early_stopping=False, **{**FAST, "max_epochs": 4}
-        ).fit(X, y)
+            "ce", lr_schedule=schedule, early_stopping=False, lr=1e-3,
+            **{**FAST, "max_epochs": 4},
+        ).fit(X, y)  # fmt: skip
     lrs = clf.history_[:, "event_lr"]
     if schedule == "cosine":
         expected = [1e-3 * 0.5 * (1 + math.cos(math.pi * e / 4)) for e in range(4)]
