@@ -39,6 +39,9 @@ def main() -> int:
         "m8_per_member": {"n_members": 8, "loss__member_graph": "per_member"},
         "m8_robust_periodic": {"n_members": 8, "numeric_scaling": "robust",
                                "numeric_embedding": "periodic"},  # fmt: skip
+        "m4_realmlp_blocks": {"n_members": 4, "numeric_embedding": "pbld", "activation": "selu",
+                              "module_kwargs": {"front_scale": True,
+                                                "parametric_activation": True}},  # fmt: skip
         "tabm": {"module": TabMModule, "module_kwargs": {"k": 16, "d_block": 256}},
     }
     failures = 0

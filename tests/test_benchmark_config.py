@@ -529,7 +529,7 @@ WARMUP = (
         (
             {"methods": [{"loss": "nescal", "params": {"warmup": 500}}]},
             "methods[0].params.warmup: loss__warmup=500 "
-            + WARMUP.format(end=501, epochs=100, where="the estimator's default"),
+            + WARMUP.format(end=501, epochs=256, where="the estimator's default"),
         ),
         (
             {"methods": [{"loss": "ce", "params": {"hidden_sizes": [0]}}]},

@@ -186,9 +186,10 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
     weight_decay : float, default=1e-4
         AdamW weight decay.
     early_stopping : {"nll", "refinement"} or bool, default="nll"
-        Hold out ``validation_fraction`` of the rows (stratified), stop when the
-        criterion on them has not improved for ``patience`` epochs and restore the
-        best epoch. ``"nll"`` (or ``True``): the validation NLL. ``"refinement"``:
+        Hold out ``validation_fraction`` of the rows (stratified), watch a
+        criterion on them, and restore the epoch where it was best at the end
+        (training stops early when it has not improved for ``patience`` epochs;
+        with ``patience=None``, the default, every epoch is trained). ``"nll"`` (or ``True``): the validation NLL. ``"refinement"``:
         the validation NLL after the temperature that is best on the validation rows
         of that epoch (:func:`~nescal_sklearn.metrics.refinement_log_loss`; Berta et
         al., 2025), i.e. the epoch that is best once it is temperature-scaled; use it
