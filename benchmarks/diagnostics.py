@@ -328,6 +328,12 @@ def report(results: list[dict], args) -> None:
         near = [f.ratio[(f.distance < bound) & np.isfinite(f.ratio)] for f in rel]
         medians = [np.median(v) for v in near if len(v)]
         share = np.median([np.mean(f.distance < bound) for f in rel])
+        if not medians:  # no split has an edge this close: nothing to take a ratio of
+            print(
+                f"* edges whose largest relative difference max_c |p_c - q_c| / p_c is below "
+                f"{bound:g}: none in any split"
+            )
+            continue
         print(
             f"* edges whose largest relative difference max_c |p_c - q_c| / p_c is below "
             f"{bound:g} (median share of a graph's edges {100 * share:.1f} %): median ratio "

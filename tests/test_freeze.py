@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import warnings
 
@@ -169,3 +170,27 @@ def test_bad_freeze_settings_raise_naming_the_value(digits, params, error, messa
     X, y = digits
     with pytest.raises(error, match=re.escape(message)):
         _fit(X[:100], y[:100], module=_module(), **params)
+
+
+def test_lr_schedule_applies_to_the_first_groups_and_the_unfrozen_group_keeps_its_lr(
+    digits, monkeypatch
+):
+    from nescal_sklearn.estimator._backbone import EpochLRSchedule
+
+    X, y = digits
+    seen = []
+    original = EpochLRSchedule.on_epoch_begin
+
+    def recording(self, net, **kwargs):
+        original(self, net, **kwargs)
+        seen.append([group["lr"] for group in net.optimizer_.param_groups])
+
+    monkeypatch.setattr(EpochLRSchedule, "on_epoch_begin", recording)
+    clf = _fit(X, y, module=_module(), loss="ce", freeze=["encoder*"], unfreeze_at=3,
+               unfreeze_lr=3e-5, lr=1e-3, lr_schedule="cosine", max_epochs=4)  # fmt: skip
+    expected = [1e-3 * 0.5 * (1 + math.cos(math.pi * e / 4)) for e in range(4)]
+    np.testing.assert_allclose(clf.history_[:, "event_lr"], expected, rtol=1e-6)
+    np.testing.assert_allclose([lrs[0] for lrs in seen], expected, rtol=1e-6)
+    # The encoder's group joins at epoch 3 (1-based) and keeps unfreeze_lr, unscheduled.
+    assert [len(lrs) for lrs in seen] == [1, 1, 2, 2]
+    assert [lrs[1] for lrs in seen[2:]] == [3e-5, 3e-5]

@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from skorch.callbacks import LRScheduler
-from torch.optim.lr_scheduler import LambdaLR
+from skorch.callbacks import Callback
 
 __all__ = ["LR_SCHEDULES", "ColumnScaler", "lr_factor", "lr_scheduler", "numeric_columns"]
 
@@ -41,25 +40,50 @@ def lr_factor(schedule: str, epoch: int, max_epochs: int) -> float:
     return 0.5 * (1.0 + math.cos(math.pi * (epoch - flat) / max(max_epochs - flat, 1)))
 
 
-class _Factor:
-    """``LambdaLR``'s multiplier as a picklable callable."""
+class EpochLRSchedule(Callback):
+    """Sets each epoch's learning rate to ``base_lr * lr_factor(schedule, epoch, max_epochs)``.
+
+    Only the optimizer's parameter groups present when training starts are scheduled,
+    each from its own starting learning rate; a group added later (``unfreeze_at``)
+    keeps the learning rate it was given. (``torch.optim.lr_scheduler.LambdaLR`` fails
+    once a group is added after it was built.) The learning rate of the first group is
+    recorded in the history as ``event_lr``.
+
+    Parameters
+    ----------
+    schedule : {"constant", "cosine", "flat_cosine"}
+        The multiplier of :func:`lr_factor`.
+    max_epochs : int
+        The epochs the schedule spans.
+    """
 
     def __init__(self, schedule: str, max_epochs: int) -> None:
         self.schedule = schedule
         self.max_epochs = max_epochs
 
-    def __call__(self, epoch: int) -> float:
-        return lr_factor(self.schedule, epoch, self.max_epochs)
+    def initialize(self):
+        self.base_lrs_: list[float] = []
+        return self
+
+    def on_train_begin(self, net, **kwargs) -> None:
+        self.base_lrs_ = [group["lr"] for group in net.optimizer_.param_groups]
+
+    def on_epoch_begin(self, net, **kwargs) -> None:
+        epoch = len(net.history) - 1  # 0-based: the net has opened this epoch's row
+        factor = lr_factor(self.schedule, epoch, self.max_epochs)
+        for group, base in zip(net.optimizer_.param_groups, self.base_lrs_, strict=False):
+            group["lr"] = base * factor
+        net.history.record("event_lr", net.optimizer_.param_groups[0]["lr"])
 
 
-def lr_scheduler(schedule: str, max_epochs: int) -> LRScheduler:
-    """skorch's ``LRScheduler`` callback stepping ``LambdaLR`` by :func:`lr_factor` each epoch.
+def lr_scheduler(schedule: str, max_epochs: int) -> Callback:
+    """The skorch callback (:class:`EpochLRSchedule`) applying :func:`lr_factor` each epoch.
 
     The parameter groups present when training starts are scheduled; a group added
     later (``unfreeze_at``) keeps its own learning rate.
     """
     lr_factor(schedule, 0, max_epochs)  # validates the name
-    return LRScheduler(policy=LambdaLR, lr_lambda=_Factor(schedule, max_epochs), step_every="epoch")
+    return EpochLRSchedule(schedule, max_epochs)
 
 
 def numeric_columns(X: np.ndarray) -> list[int]:
