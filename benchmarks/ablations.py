@@ -173,6 +173,14 @@ def pooled_results(config, store_records: dict[str, dict]):
     return pooled, timings
 
 
+def write_report(path: Path, sections: list[str]) -> None:
+    """Write the report's lines to ``path`` and print them."""
+    text = "\n".join(sections)
+    path.write_text(text)
+    print(f"wrote {path}\n")
+    print(text)
+
+
 def _fmt_p(p: float) -> str:
     return "n/a" if np.isnan(p) else f"{p:.3g}"
 
@@ -364,10 +372,7 @@ def main(argv=None) -> int:
         if figure is not None:
             sections += [f"![{factor}]({figure.name})", ""]
             print(f"wrote {figure}")
-    text = "\n".join(sections)
-    (args.out / "ablations.md").write_text(text)
-    print(f"wrote {args.out / 'ablations.md'}\n")
-    print(text)
+    write_report(args.out / "ablations.md", sections)
     return 0
 
 

@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "benchmarks" / "configs"
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from ablations import pooled_results  # noqa: E402  (the shared record pooling)
+from ablations import pooled_results, write_report  # noqa: E402  (shared with ablations)
 
 #: The two runs: the search seed (the default is chosen on it) and the confirm seeds.
 RUNS = ("backbone_search", "backbone")
@@ -283,10 +283,7 @@ def main(argv=None) -> int:
         if figure is not None:
             sections += [f"![{name}]({figure.name})", ""]
             print(f"wrote {figure}")
-    text = "\n".join(sections)
-    (args.out / "backbone.md").write_text(text)
-    print(f"wrote {args.out / 'backbone.md'}\n")
-    print(text)
+    write_report(args.out / "backbone.md", sections)
     return 0
 
 

@@ -61,10 +61,6 @@ class EpochLRSchedule(Callback):
         self.schedule = schedule
         self.max_epochs = max_epochs
 
-    def initialize(self):
-        self.base_lrs_: list[float] = []
-        return self
-
     def on_train_begin(self, net, **kwargs) -> None:
         self.base_lrs_ = [group["lr"] for group in net.optimizer_.param_groups]
 
@@ -143,24 +139,26 @@ def one_hot_groups(X: np.ndarray, min_size: int = 2) -> list[list[int]]:
     groups: list[list[int]] = []
     start = 0
     while start < X.shape[1]:
-        if not binary[start]:
-            start += 1
-            continue
-        total = X[:, start].copy()
-        end = start
-        while not np.all(total == 1.0):
-            if end + 1 >= X.shape[1] or not binary[end + 1] or np.any(total + X[:, end + 1] > 1):
-                end = -1
-                break
-            end += 1
-            total += X[:, end]
-        if end == -1:
+        end = _group_end(X, binary, start) if binary[start] else None
+        if end is None:  # not the start of a group: a numeric or plain binary column
             start += 1
             continue
         if end - start + 1 >= min_size:
             groups.append(list(range(start, end + 1)))
         start = end + 1
     return groups
+
+
+def _group_end(X: np.ndarray, binary: list[bool], start: int) -> int | None:
+    """The last column of the one-hot group starting at ``start``, or None if none does."""
+    total = X[:, start].copy()
+    end = start
+    while not np.all(total == 1.0):
+        end += 1
+        if end >= X.shape[1] or not binary[end] or np.any(total + X[:, end] > 1):
+            return None
+        total += X[:, end]
+    return end
 
 
 class ColumnScaler:
