@@ -44,6 +44,10 @@ from nescal_sklearn.benchmark._data import preprocess_split
 from nescal_sklearn.benchmark._records import check_record
 from nescal_sklearn.benchmark._stats import relative_change, wilcoxon_p
 
+# Floats from BLAS, solvers and stored records: CI runs these again under a second
+# OpenBLAS kernel (.ci/run), so a tolerance tighter than round-off shows up there.
+pytestmark = pytest.mark.numerical
+
 CORRUPTIONS = (FeatureNoise, MissingValues, ScaleDrift, CategorySwap, PCShift)
 
 
@@ -459,7 +463,9 @@ def test_recorded_metrics_are_those_of_the_family_generator(corrupted_run):
         family = condition.name.split("@")[0]
         rows = condition.apply(context, np.random.default_rng([3, zlib.crc32(family.encode())]))
         nll = log_loss(split.y_test, _float64(model, rows))
-        assert record["conditions"][condition.name]["raw"]["nll"] == pytest.approx(nll, rel=1e-10)
+        # The runner's fit ran at one BLAS thread, this one at the process's count; L-BFGS
+        # (tol=1e-4) then stops at a slightly different point of the same flat optimum.
+        assert record["conditions"][condition.name]["raw"]["nll"] == pytest.approx(nll, rel=1e-6)
 
 
 def test_compare_pools_a_family_over_dataset_condition_pairs(corrupted_run, capsys):

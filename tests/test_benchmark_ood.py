@@ -42,6 +42,10 @@ from nescal_sklearn.benchmark._registry import (
     predictive_entropy,
 )
 
+# Floats from BLAS, solvers and stored records: CI runs these again under a second
+# OpenBLAS kernel (.ci/run), so a tolerance tighter than round-off shows up there.
+pytestmark = pytest.mark.numerical
+
 
 # --------------------------------------------------------------------------- metrics
 def _proba(rng: np.random.Generator, n: int, k: int, concentration: float) -> np.ndarray:
@@ -323,7 +327,13 @@ def test_held_out_metrics_are_those_of_a_model_fitted_without_the_class(ood_run)
     expected = ood_metrics(
         _float64(model, split.X_test[kept["test"]]), _float64(model, split.X_test[~kept["test"]])
     )
-    assert record["conditions"]["ood_held_out"]["raw"] == pytest.approx(expected, rel=1e-10)
+    # The runner fitted this logistic regression at one BLAS thread in a worker, this test
+    # at the process's thread count: the sums round differently (~1e-15), and L-BFGS
+    # (tol=1e-4) stops at a slightly different point of the same optimum, where the NLL
+    # is flat to second order; measured 1e-8 relative over five OpenBLAS kernels.
+    assert record["conditions"]["ood_held_out"]["raw"] == pytest.approx(
+        expected, rel=1e-6, abs=1e-9
+    )
 
 
 def test_compare_under_an_ood_set_with_any_ood_metric(ood_run, capsys):

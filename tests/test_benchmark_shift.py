@@ -23,6 +23,10 @@ from nescal_sklearn.benchmark import (
 from nescal_sklearn.benchmark._conditions import condition_rng
 from nescal_sklearn.benchmark._registry import OOD_METRICS, ood_metrics, predictive_entropy
 
+# Floats from BLAS, solvers and stored records: CI runs these again under a second
+# OpenBLAS kernel (.ci/run), so a tolerance tighter than round-off shows up there.
+pytestmark = pytest.mark.numerical
+
 SHIFT_CONDITIONS = [
     {"name": "noise_0.5", "kind": "gaussian_noise", "sd": 0.5},
     {"name": "noise_1.0", "kind": "gaussian_noise", "sd": 1.0},
@@ -187,18 +191,23 @@ def test_condition_metrics_are_those_of_the_seeded_condition_rows(shift_run):
     record = RecordStore(shift_run.output).read(task.key)
     X, y = load_breast_cancer(return_X_y=True)
     split = stratified_split(X, y, seed=3)
+    # The runner fitted this logistic regression at one BLAS thread in a worker, this test
+    # at the process's thread count: the sums round differently (~1e-15), and L-BFGS
+    # (tol=1e-4) stops at a slightly different point of the same optimum, where the NLL
+    # is flat to second order; measured 1e-8 relative over five OpenBLAS kernels.
+    tol = {"rel": 1e-6, "abs": 1e-9}
     model = clone(task.estimator).fit(split.X_train, split.y_train)
     for condition in shift_run.conditions:
         rows = condition.rows(split.X_test, np.random.default_rng([3, _crc(condition.name)]))
         got = record["conditions"][condition.name]["raw"]
         if condition.name.startswith("ood_"):
             expected = ood_metrics(_float64(model, split.X_test), _float64(model, rows))
-            assert got == pytest.approx(expected, rel=1e-12)
+            assert got == pytest.approx(expected, **tol)
         else:
             nll = log_loss(split.y_test, _float64(model, rows))
-            assert got["nll"] == pytest.approx(nll, rel=1e-12)
+            assert got["nll"] == pytest.approx(nll, **tol)
     assert record["test"]["raw"]["nll"] == pytest.approx(
-        log_loss(split.y_test, _float64(model, split.X_test)), rel=1e-12
+        log_loss(split.y_test, _float64(model, split.X_test)), **tol
     )
 
 
