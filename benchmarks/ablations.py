@@ -99,7 +99,7 @@ def load_factor_config(path: Path, quick: bool, out: Path):
         data.update(json.loads(json.dumps(QUICK)))
         data["output"] = str(out / "results")
         for method in data["methods"]:
-            if method.get("loss") == "nescal":
+            if method.get("loss") in ("nescal", "nescal_experimental"):
                 method.setdefault("params", {}).setdefault("warmup", 2)
     return validate_config(data, default_name=path.stem)
 
@@ -118,14 +118,14 @@ def varied(config) -> dict[str, dict[str, object]]:
 _MISSING = object()
 
 
-def library_default(name: str):
-    """The package default of a ``NeSCalLoss`` or ``NeSCalClassifier`` parameter."""
-    from nescal_sklearn import NeSCalClassifier
-    from nescal_sklearn.losses import NeSCalLoss
+def library_default(name: str, recipe: str):
+    """The value ``recipe`` gives a NeSCal loss or ``NeSCalClassifier`` parameter."""
+    from nescal_sklearn.estimator import get_recipe
 
     name = name.removeprefix("loss__")
-    loss = NeSCalLoss().get_params(deep=False)
-    return loss[name] if name in loss else NeSCalClassifier().get_params(deep=False).get(name)
+    settings = get_recipe(recipe)
+    loss = settings.loss_params["nescal_experimental"]
+    return loss[name] if name in loss else settings.params.get(name)
 
 
 def labels(config) -> dict[str, str]:
@@ -139,7 +139,7 @@ def labels(config) -> dict[str, str]:
         if name in base:
             parts.append(f"{name}={base[name]!r}")
         else:
-            value = library_default(name)
+            value = library_default(name, config.budget.recipe)
             parts.append(f"{name}={DEFAULT_NOTES.get(name, repr(value))}")
     out[DEFAULT] = "default: " + ", ".join(parts) if parts else "default"
     for method, params in changes.items():

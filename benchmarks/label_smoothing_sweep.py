@@ -58,16 +58,20 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def sweep_epsilon(record: dict) -> float | None:
-    """The record's epsilon: its loss's resolved ``epsilon``, 0 for cross-entropy, else None."""
-    loss = record["identity"]["params"].get("loss")
-    if not isinstance(loss, dict):
-        return None
-    name = loss["class"].rsplit(".", 1)[-1]
-    if name == "CrossEntropyLoss":
+    """The record's epsilon: the one its config states, else its recipe's; 0 for
+    cross-entropy; None for any other method."""
+    from nescal_sklearn.estimator import get_recipe
+
+    identity = record["identity"]
+    loss = identity.get("kind", {}).get("loss")
+    if loss == "ce":
         return 0.0
-    if name == "LabelSmoothingLoss":
-        return float(loss["params"]["epsilon"])
-    return None
+    if loss != "label_smoothing":
+        return None
+    params = identity["params"]
+    if "loss__epsilon" in params:
+        return float(params["loss__epsilon"])
+    return float(get_recipe(params["recipe"]).loss_params["label_smoothing"]["epsilon"])
 
 
 def collect(results, calibrator: str):

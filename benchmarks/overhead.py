@@ -43,6 +43,7 @@ from sklearn.datasets import make_classification
 
 from nescal_sklearn import NeSCalClassifier
 from nescal_sklearn.losses import NeSCalLoss
+from nescal_sklearn.losses.experimental import ExperimentalNeSCalLoss
 from nescal_sklearn.penalties import NeighbourhoodSmoothing
 
 
@@ -153,7 +154,7 @@ def refinement_cost(X, y, args) -> int:
     ).fit(X, y)  # fmt: skip
     solve = np.array(clf.history_[:, "refinement_seconds"])
     epoch = np.array(clf.history_[:, "dur"])
-    n_val = int(np.ceil(clf.validation_fraction * len(y)))
+    n_val = int(np.ceil(clf.check_params()["validation_fraction"] * len(y)))
     print(f"data: {args.rows} rows x {args.features} features, {args.classes} classes "
           f"({n_val} validation rows); default MLP, CE, {args.epochs} epochs; "
           f"{torch.get_num_threads()} thread(s)")
@@ -180,7 +181,7 @@ def main(argv=None) -> int:
     if args.refinement:
         return refinement_cost(X, y, args)
     losses = {
-        "js": lambda: NeSCalLoss(
+        "js": lambda: ExperimentalNeSCalLoss(
             warmup=args.warmup, n_neighbors=args.neighbors, aggregation=args.aggregation,
             divergence="js", weight=1.0,
         ),  # fmt: skip

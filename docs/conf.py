@@ -101,7 +101,10 @@ html_show_sourcelink = False
 # -- the API page lists every public name -------------------------------------------
 PUBLIC_SUBPACKAGES = (
     "estimator",
+    "nn",
+    "preprocessing",
     "losses",
+    "losses.experimental",
     "penalties",
     "graph",
     "calibration",

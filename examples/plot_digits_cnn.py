@@ -135,7 +135,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 fig, ax = plt.subplots(figsize=(6, 4))
 for name, model in (("NeSCal", nescal), ("cross-entropy", ce)):
-    curve = model.history_[:, "valid_loss"]
+    curve = model.history_[:, "valid_nll"]
     (line,) = ax.plot(np.arange(1, len(curve) + 1), curve, label=name)
     best = model.best_epoch_
     ax.plot(best, curve[best - 1], "o", color=line.get_color())

@@ -219,7 +219,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 fig, ax = plt.subplots(figsize=(6, 4))
 for name, model in models.items():
-    curve = model.history_[:, "valid_loss"]
+    curve = model.history_[:, "valid_nll"]
     ax.plot(np.arange(1, len(curve) + 1), curve, label=name)
 ax.axvline(UNFREEZE_AT, color="grey", linestyle=":", label="unfreeze_at")
 ax.set_xlabel("epoch")

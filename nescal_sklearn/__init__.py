@@ -16,10 +16,11 @@ __version__ = "0.1.0.dev0"
 _EXPORTS: dict[str, str] = {
     # estimator
     "NeSCalClassifier": "estimator",
-    "TabularMLP": "estimator",
-    "RobustSmoothClipScaler": "estimator",
     "make_tabular_pipeline": "estimator",
-    "make_tabular_preprocessor": "estimator",
+    # networks and preprocessing
+    "TabularMLP": "nn",
+    "RobustSmoothClipScaler": "preprocessing",
+    "make_tabular_preprocessor": "preprocessing",
     # losses
     "NeSCalLoss": "losses",
     "CrossEntropyLoss": "losses",
@@ -85,13 +86,7 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
         label_smoothing_bounds,
         neighbour_confidence_gap,
     )
-    from .estimator import (  # noqa: F401
-        NeSCalClassifier,
-        RobustSmoothClipScaler,
-        TabularMLP,
-        make_tabular_pipeline,
-        make_tabular_preprocessor,
-    )
+    from .estimator import NeSCalClassifier, make_tabular_pipeline  # noqa: F401
     from .exceptions import NeSCalError, NotFittedError, PenaltyInactiveWarning  # noqa: F401
     from .graph import build_knn_graph  # noqa: F401
     from .losses import CrossEntropyLoss, NeSCalLoss, TrainingLoss, get_loss  # noqa: F401
@@ -106,8 +101,10 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
         refinement_log_loss,
         reliability_curve,
     )
+    from .nn import TabularMLP  # noqa: F401
     from .penalties import NeighbourhoodSmoothing, js_divergence  # noqa: F401
     from .plotting import ReliabilityDisplay  # noqa: F401
+    from .preprocessing import RobustSmoothClipScaler, make_tabular_preprocessor  # noqa: F401
     from .scorers import (  # noqa: F401
         neg_classwise_calibration_error,
         neg_debiased_calibration_error,

@@ -11,7 +11,7 @@ import torch
 from sklearn.datasets import load_iris
 
 from nescal_sklearn import NeSCalClassifier
-from nescal_sklearn.losses import NeSCalLoss
+from nescal_sklearn.losses.experimental import ExperimentalNeSCalLoss
 from nescal_sklearn.penalties import (
     NeighbourhoodSmoothing,
     neighbourhood_penalty,
@@ -96,9 +96,9 @@ def test_unknown_adaptive_value_is_named():
     with pytest.raises(ValueError, match="adaptive must be None, 'agreement' or 'density'"):
         NeighbourhoodSmoothing(torch.tensor([[1], [0]]), torch.zeros(2, 2), adaptive="x")
     with pytest.raises(ValueError, match=r"adaptive must be one of .*got 'x'"):
-        NeSCalLoss(adaptive="x").validate()
+        ExperimentalNeSCalLoss(adaptive="x").validate()
     with pytest.raises(ValueError, match="needs graph='knn'; got graph='random'"):
-        NeSCalLoss(adaptive="density", graph="random").validate()
+        ExperimentalNeSCalLoss(adaptive="density", graph="random").validate()
 
 
 @pytest.mark.parametrize("adaptive", ["agreement", "density"])
@@ -107,7 +107,7 @@ def test_estimator_trains_with_adaptive_strength(adaptive):
     X = (X - X.mean(0)) / X.std(0)
     common = dict(max_epochs=8, early_stopping=False, random_state=0, hidden_sizes=(16,))
     plain = NeSCalClassifier(**common).set_params(loss__warmup=3, loss__weight=1.0)
-    adapted = NeSCalClassifier(**common).set_params(
+    adapted = NeSCalClassifier("nescal_experimental", **common).set_params(
         loss__warmup=3, loss__weight=1.0, loss__adaptive=adaptive
     )
     p_plain = plain.fit(X, y).predict_proba(X)

@@ -17,14 +17,14 @@ from sklearn.datasets import load_iris
 from torch import nn
 
 from nescal_sklearn import NeSCalClassifier
-from nescal_sklearn.estimator import (
+from nescal_sklearn.nn import (
     CategoricalEmbeddings,
     FrontScale,
     ParametricActivation,
     PBLDEmbeddings,
     TabularMLP,
 )
-from nescal_sklearn.estimator._backbone import one_hot_groups
+from nescal_sklearn.preprocessing import one_hot_groups
 
 torch.set_num_threads(1)
 
@@ -175,9 +175,10 @@ def test_classifier_trains_the_realmlp_style_backbone():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         clf = NeSCalClassifier(
-            "ce", numeric_embedding="pbld", activation="selu", hidden_sizes=(16,), max_epochs=30,
-            lr=3e-3, batch_size=32, random_state=0,
-            module_kwargs={"front_scale": True, "parametric_activation": True},
+            "ce", activation="selu", hidden_sizes=(16,), max_epochs=30, lr=3e-3, batch_size=32,
+            random_state=0,
+            module_kwargs={"numeric_embedding": "pbld", "front_scale": True,
+                           "parametric_activation": True},
         ).fit(X, y)  # fmt: skip
     assert isinstance(clf.module_.embedding, PBLDEmbeddings)
     assert clf.module_.embedded_index.tolist() == [0, 1, 2, 3]
@@ -252,26 +253,55 @@ def test_classifier_embeds_only_large_categorical_features():
     frame = pd.DataFrame({"x": x, "city": [f"c{c}" for c in city],
                           "colour": [f"k{c}" for c in colour]})  # fmt: skip
     pipe = make_tabular_pipeline(
-        NeSCalClassifier("ce", categorical_embedding=True, hidden_sizes=(32,), max_epochs=60,
-                         batch_size=32, lr=1e-2, random_state=0)  # fmt: skip
+        NeSCalClassifier("ce", module_kwargs={"categorical_embedding": True}, hidden_sizes=(32,),
+                         max_epochs=60, batch_size=32, lr=1e-2, random_state=0)  # fmt: skip
     ).fit(frame, y)
     clf = pipe[-1]
-    assert [len(g) for g in clf.categorical_groups_] == [12]  # colour (3) stays one-hot
+    assert [len(g) for g in clf.column_layout_.groups] == [12, 3]
+    assert clf.column_layout_ == pipe[0].column_layout_  # guessed right from the values
     assert isinstance(clf.module_.categorical, CategoricalEmbeddings)
-    assert clf.module_.categorical.weight.shape == (12, 8)
+    assert clf.module_.categorical.weight.shape == (12, 8)  # colour (3) stays one-hot
     assert pipe.score(frame, y) > 0.8
     plain = NeSCalClassifier("ce", max_epochs=1, hidden_sizes=(4,)).fit(frame[["x"]], y)
-    assert plain.categorical_groups_ == [] and plain.module_.categorical is None
-    with pytest.raises(ValueError, match="categorical_embedding=True configures the default MLP"):
-        NeSCalClassifier(module=nn.Linear, categorical_embedding=True).fit(frame[["x"]], y)
+    assert plain.column_layout_ is None and plain.module_.categorical is None
 
 
-def test_a_new_parameter_at_its_neutral_value_keeps_record_keys():
-    from nescal_sklearn.benchmark._methods import IDENTITY_NEUTRAL, identity_params, resolved_params
+def test_a_declared_layout_is_used_where_the_guess_misreads_it():
+    """A drop="first" encoding has no run of columns summing to 1: the values show no
+    group, the declared layout does."""
+    rng = np.random.default_rng(0)
+    codes = rng.integers(0, 11, 300)
+    one_hot = np.eye(11)[codes][:, 1:]  # drop="first": 10 columns, the first category dropped
+    X = np.column_stack([rng.normal(size=300), one_hot]).astype(np.float32)
+    y = (codes % 2).astype(int)
+    groups = [list(range(1, 11))]
+    common = dict(loss="ce", module_kwargs={"categorical_embedding": True}, hidden_sizes=(8,),
+                  max_epochs=2, random_state=0)  # fmt: skip
+    guessed = NeSCalClassifier(**common).fit(X, y)
+    assert guessed.column_layout_.groups == () and guessed.module_.categorical is None
+    declared = NeSCalClassifier(**common, categorical_features=groups).fit(X, y)
+    assert declared.column_layout_.groups == (tuple(range(1, 11)),)
+    assert declared.column_layout_.numeric == (0,)
+    assert declared.module_.categorical.weight.shape == (10, 8)
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "categorical_features must be a sequence of one-hot groups, each a non-empty "
+            "sequence of distinct column indices in [0, 11) that no other group holds; got "
+            "[[1, 2], [2, 3]]."
+        ),
+    ):
+        NeSCalClassifier(**{**common, "categorical_features": [[1, 2], [2, 3]]}).fit(X, y)
 
-    clf = NeSCalClassifier()
-    neutral = IDENTITY_NEUTRAL["nescal_sklearn.NeSCalClassifier"]
-    assert set(neutral) <= set(clf.get_params())
-    params = identity_params(clf)
-    assert set(resolved_params(clf)) - set(params) == set(neutral)
-    assert identity_params(NeSCalClassifier(categorical_embedding=True))["categorical_embedding"]
+
+def test_the_default_network_options_need_the_default_network():
+    X = np.random.default_rng(0).normal(size=(40, 3))
+    y = np.arange(40) % 2
+    message = (
+        "categorical_embedding=True configures the default network (module=None), but "
+        "module=<class 'torch.nn.modules.linear.Linear'> was given. Configure your module "
+        "instead: an ensemble module returns logits of shape (n, n_members, n_classes)."
+    )
+    with pytest.raises(ValueError, match=re.escape(message)):
+        NeSCalClassifier(module=nn.Linear, categorical_embedding=True).fit(X, y)
+

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import pickle
+import re
 import warnings
 
 import numpy as np
@@ -13,7 +14,8 @@ import torch
 from sklearn.datasets import load_iris
 
 from nescal_sklearn import NeSCalClassifier, NeSCalLoss
-from nescal_sklearn.estimator import MemberLinear
+from nescal_sklearn.losses.experimental import ExperimentalNeSCalLoss
+from nescal_sklearn.nn import MemberLinear
 
 FAST = dict(max_epochs=4, hidden_sizes=(16,), batch_size=32, random_state=0)
 
@@ -28,7 +30,9 @@ def _mixed():
 
 def test_built_in_ensemble_predicts_the_mean_of_its_members():
     X, y = _mixed()
-    clf = NeSCalClassifier(NeSCalLoss(warmup=2, n_neighbors=5), n_members=3, **FAST).fit(X, y)
+    clf = NeSCalClassifier(
+        NeSCalLoss(warmup=2, n_neighbors=5), module_kwargs={"n_members": 3}, **FAST
+    ).fit(X, y)
     assert clf.penalty_status_ == "penalised"
     assert sum(isinstance(m, MemberLinear) for m in clf.module_.modules()) == 2
     with torch.no_grad():
@@ -43,8 +47,8 @@ def test_built_in_ensemble_predicts_the_mean_of_its_members():
 @pytest.mark.parametrize("member_graph", ["shared", "per_member"])
 def test_member_graph_options_train(member_graph):
     X, y = _mixed()
-    loss = NeSCalLoss(warmup=2, n_neighbors=5, member_graph=member_graph)
-    clf = NeSCalClassifier(loss, n_members=2, **FAST).fit(X, y)
+    loss = ExperimentalNeSCalLoss(warmup=2, n_neighbors=5, member_graph=member_graph)
+    clf = NeSCalClassifier(loss, module_kwargs={"n_members": 2}, **FAST).fit(X, y)
     assert clf.penalty_status_ == "penalised"
     assert clf.history_[-1]["train_penalty"] > 0
 
@@ -53,7 +57,9 @@ def test_periodic_embedding_embeds_only_numeric_columns():
     X, y = _mixed()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        clf = NeSCalClassifier("ce", numeric_embedding="periodic", **FAST).fit(X, y)
+        clf = NeSCalClassifier(
+            "ce", module_kwargs={"numeric_embedding": "periodic"}, **FAST
+        ).fit(X, y)
     assert clf.module_.embedded_index.tolist() == [0, 1, 2, 3]
     assert clf.module_.passed_index.tolist() == [4, 5]
     from rtdl_num_embeddings import PeriodicEmbeddings
@@ -63,10 +69,17 @@ def test_periodic_embedding_embeds_only_numeric_columns():
 
 
 def test_robust_scaling_is_applied_to_numeric_columns_inside_the_estimator():
+    """The deprecated numeric_scaling still works for one release, with a FutureWarning."""
     X, y = _mixed()
     X[0, 0] = 1e6  # an outlier the smooth clip bounds
     clf = NeSCalClassifier("ce", numeric_scaling="robust", early_stopping=False, **FAST)
-    clf.fit(X, y)
+    message = (
+        "NeSCalClassifier(numeric_scaling=...) is deprecated and will be removed in the next "
+        "release; scale in the preprocessing instead: "
+        "make_tabular_pipeline(numeric_scaling='robust')."
+    )
+    with pytest.warns(FutureWarning, match=re.escape(message)):
+        clf.fit(X, y)
     assert clf.input_scaler_.columns == [0, 1, 2, 3]
     scaler = clf.input_scaler_.scaler_
     # fitted on the training rows (all of them without early stopping): median, by hand
@@ -97,9 +110,25 @@ def test_lr_schedule_sets_each_epochs_learning_rate(schedule):
     np.testing.assert_allclose(lrs, expected, rtol=1e-6)
 
 
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("n_members", 2), ("numeric_embedding", "pbld"), ("categorical_embedding", True)],
+)
+def test_deprecated_network_options_warn_and_train_as_module_kwargs(name, value):
+    X, y = _mixed()
+    message = (
+        f"NeSCalClassifier({name}=...) is deprecated and will be removed in the next release; "
+        f"pass module_kwargs={{{name!r}: {value!r}}} instead."
+    )
+    with pytest.warns(FutureWarning, match=re.escape(message)):
+        old = NeSCalClassifier("ce", **{name: value}, **FAST).fit(X, y)
+    new = NeSCalClassifier("ce", module_kwargs={name: value}, **FAST).fit(X, y)
+    np.testing.assert_array_equal(old.predict_proba(X), new.predict_proba(X))
+
+
 def test_backbone_options_need_the_default_module():
     X, y = _mixed()
-    with pytest.raises(ValueError, match=r"n_members=2 configures the default MLP"):
+    with pytest.raises(ValueError, match=r"n_members=2 configures the default network"):
         NeSCalClassifier(module=torch.nn.Linear(6, 3), n_members=2).fit(X, y)
     with pytest.raises(ValueError, match=r"numeric_embedding='periodic' configures"):
         NeSCalClassifier(module=torch.nn.Linear(6, 3), numeric_embedding="periodic").fit(X, y)

@@ -368,7 +368,7 @@ def test_realmlp_anchor_runs_through_execute_fit(tmp_path, monkeypatch):
         confirm_seeds=[3],
     )
     task = only_task(config)
-    assert task.identity["params"]["random_state"] == 3  # the seed
+    assert task.identity["seed"] == 3 and task.estimator.random_state == 3  # the seed
     before = torch.get_num_threads()
     record = execute_fit(task)
     assert torch.get_num_threads() == before

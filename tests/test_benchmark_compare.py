@@ -164,6 +164,7 @@ def test_penalty_status_is_counted():
 CONFIG = {
     "name": "summary",
     "datasets": [{"sklearn": "iris"}, {"sklearn": "wine"}],
+    "recipe": "2026-12-04",
     "methods": [
         {"name": "ce", "loss": "ce"},
         {"name": "ls", "loss": "label_smoothing", "grid": {"epsilon": [0.05, 0.2]}},

@@ -29,6 +29,7 @@ BENCH_EXTRAS = ("pytabkit",)
 
 BASE = {
     "datasets": [{"sklearn": "iris"}],
+    "recipe": "2026-12-04",
     "methods": [{"loss": "ce"}],
     "confirm_seeds": [0],
 }
@@ -81,7 +82,7 @@ CLASSIFIER_PARAMS = _classifier_params()
         (
             {"methods": [{"loss": "cee"}]},
             "methods[0].loss: expected a registered loss name, one of ['ce', 'flsd53', 'focal', "
-            "'label_smoothing', 'mbls', 'mdca', 'mmce', 'nescal', 'savuc'], got \"cee\"",
+            "'label_smoothing', 'mbls', 'mdca', 'mmce', 'nescal', 'nescal_experimental', 'savuc'], got \"cee\"",
         ),
         (
             {"methods": [{"loss": "ce"}, {"loss": "ce"}]},
@@ -228,7 +229,7 @@ CLASSIFIER_PARAMS = _classifier_params()
             {"foo": 1},
             "foo: unknown key; expected one of ['budget', 'calibrators', 'conditions', "
             "'confirm_seeds', 'data_dir', 'datasets', 'description', 'methods', 'metrics', "
-            "'name', 'openml', 'output', 'report', 'search_seeds', 'selection', 'splits']",
+            "'name', 'openml', 'output', 'recipe', 'report', 'search_seeds', 'selection', 'splits']",
         ),
         ({"output": ""}, 'output: expected a non-empty string, got ""'),
         (
@@ -338,7 +339,7 @@ def test_parameter_errors_are_the_librarys_own_messages_after_the_config_path():
         f"methods[0].params.lr: {lr}",
     )
     assert lr == (
-        "The 'lr' parameter of NeSCalClassifier must be a float in the range (0.0, inf). "
+        "The 'lr' parameter of NeSCalClassifier must be None or a float in the range (0.0, inf). "
         "Got -1 instead."
     )
     depth = _library_message(lambda: DecisionTreeClassifier(max_depth=0)._validate_params())
@@ -430,6 +431,7 @@ def test_defaults_names_and_roundtrip(tmp_path):
     assert config.methods[1].estimator_params({"weight": 0.5}, config.budget) == {
         "loss__n_neighbors": 5,
         "loss__weight": 0.5,
+        "recipe": "2026-12-04",
     }
     again = validate_config(config.to_json())
     assert again == config
@@ -448,16 +450,17 @@ def test_shipped_configs_validate(name):
     assert again == config  # e.g. the imbalance option survives the round trip
 
 
-def test_random_graph_control_is_read_from_the_resolved_parameters(monkeypatch):
+def test_random_graph_control_is_read_from_the_loss_the_fits_train_with(monkeypatch):
     from nescal_sklearn import NeSCalLoss
 
     data = config_with(methods=[{"loss": "ce"}, {"loss": "nescal"}, NESCAL_RANDOM])
     assert validate_config(data).report.controls == ("nescal_random",)
-    # a loss whose default graph is random needs no "graph" in the config to be a control
+    # A library default that changes later does not change the study: "nescal" trains with
+    # its recipe's graph, whatever NeSCalLoss's own default becomes.
     set_default(monkeypatch, NeSCalLoss.__init__, "graph", "random")
     config = validate_config(data)
-    assert config.report.controls == ("nescal", "nescal_random")
-    assert config.report.reference is None  # every neighbour loss is a control
+    assert config.report.controls == ("nescal_random",)
+    assert config.report.reference == "nescal"
 
 
 def test_explicit_report_controls_and_dataset_sources():
@@ -529,7 +532,7 @@ WARMUP = (
         (
             {"methods": [{"loss": "nescal", "params": {"warmup": 500}}]},
             "methods[0].params.warmup: loss__warmup=500 "
-            + WARMUP.format(end=501, epochs=256, where="the estimator's default"),
+            + WARMUP.format(end=501, epochs=256, where="recipe '2026-12-04'"),
         ),
         (
             {"methods": [{"loss": "ce", "params": {"hidden_sizes": [0]}}]},
@@ -600,7 +603,7 @@ def test_unusable_output_directories(tmp_path):
 def test_duplicate_json_keys_are_errors(tmp_path):
     path = tmp_path / "dup.json"
     path.write_text(
-        '{"datasets": [{"sklearn": "iris"}], "methods": [{"loss": "ce"}], '
+        '{"datasets": [{"sklearn": "iris"}], "recipe": "2026-12-04", "methods": [{"loss": "ce"}], '
         '"confirm_seeds": [1], "confirm_seeds": [5]}'
     )
     message = (

@@ -404,6 +404,7 @@ def corrupted_run(tmp_path_factory):
         "output": str(tmp_path / "results"),
         "data_dir": str(tmp_path / "data"),
         "datasets": [{"sklearn": "iris"}, {"local": "mixed"}],
+        "recipe": "2026-12-04",
         "methods": [
             {"name": "ce", "loss": "ce"},
             {"name": "logreg", "estimator": "sklearn.linear_model.LogisticRegression"},

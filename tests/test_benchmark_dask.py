@@ -14,6 +14,7 @@ distributed = pytest.importorskip("distributed")
 CONFIG = {
     "name": "dask",
     "datasets": [{"sklearn": "iris"}, {"sklearn": "wine"}],
+    "recipe": "2026-12-04",
     "methods": [{"loss": "ce"}, {"loss": "label_smoothing", "grid": {"epsilon": [0.05, 0.1]}}],
     "calibrators": ["temperature"],
     "search_seeds": [0],

@@ -265,6 +265,7 @@ def ood_run(tmp_path_factory, data_dir):
         "output": str(tmp_path / "results"),
         "data_dir": str(data_dir),
         "datasets": [{"sklearn": "iris"}, {"sklearn": "breast_cancer"}],
+        "recipe": "2026-12-04",
         "methods": [
             {"name": "ce", "loss": "ce"},
             {"name": "logreg", "estimator": "sklearn.linear_model.LogisticRegression"},

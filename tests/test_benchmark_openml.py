@@ -72,6 +72,7 @@ def write(tmp_path, cache, datasets) -> Path:
                 "output": str(tmp_path / "results"),
                 "openml": {"cache_dir": str(cache), "server": TEST_SERVER, "n_retries": 1},
                 "datasets": datasets,
+                "recipe": "2026-12-04",
                 "methods": [{"loss": "ce"}],
                 "calibrators": ["temperature"],
                 "confirm_seeds": [0, 11],

@@ -28,6 +28,7 @@ from nescal_sklearn.cli import main
 TINY = {
     "name": "tiny",
     "datasets": [{"sklearn": "iris"}, {"sklearn": "wine"}, {"sklearn": "breast_cancer"}],
+    "recipe": "2026-12-04",
     "methods": [
         {"loss": "ce"},
         {"loss": "nescal", "params": {"n_neighbors": 5}, "grid": {"weight": [0.5, 1.0]}},
@@ -175,8 +176,9 @@ def test_end_to_end_records(tiny_run):
     assert len(record["reliability"]["raw"]["counts"]) == 15
     assert record["conditions"] == {} and isinstance(record["fit"]["warnings"], list)
     identity = record["identity"]
-    assert identity["threads"] == 1 and identity["nescal_sklearn"] == nescal_sklearn.__version__
-    assert identity["params"]["random_state"] == record["seed"]
+    assert identity["threads"] == 1 and identity["seed"] == record["seed"]
+    assert "nescal_sklearn" not in identity  # the version is recorded, not keyed
+    assert record["environment"]["nescal_sklearn"] == nescal_sklearn.__version__
     for key in store.keys():
         assert store.read(key)["key"] == key
     # plan.json lists every fit the run may need: the gridded method's confirm fits at both
@@ -303,6 +305,7 @@ def test_failed_fits_are_reported_and_retried(tmp_path, capsys):
     failing = {
         **TINY,
         "datasets": [{"sklearn": "iris"}],
+        "recipe": "2026-12-04",
         "methods": [{"loss": "ce"}, {"loss": "nescal", "params": {"n_neighbors": 500}}],
         "search_seeds": [],
         "confirm_seeds": [0],
@@ -324,13 +327,16 @@ def test_failed_fits_are_reported_and_retried(tmp_path, capsys):
 SMALL = {
     "name": "small",
     "datasets": [{"sklearn": "iris"}],
+    "recipe": "2026-12-04",
     "methods": [{"loss": "ce"}, {"loss": "label_smoothing"}],
     "confirm_seeds": [0, 1],
     "budget": {"max_epochs": 2, "hidden_sizes": [8]},
 }
 
 
-def test_record_keys_hold_the_resolved_defaults_version_and_threads(tmp_path, monkeypatch):
+def test_record_keys_hold_what_the_config_states_its_recipe_and_threads(tmp_path, monkeypatch):
+    """A library default that changes later (a loss's, the estimator's, the version) neither
+    changes what a fit trains nor its key: the recipe the config names fixes the rest."""
     from nescal_sklearn import NeSCalClassifier
     from nescal_sklearn.losses import LabelSmoothingLoss
 
@@ -343,42 +349,34 @@ def test_record_keys_hold_the_resolved_defaults_version_and_threads(tmp_path, mo
     assert len(set(base)) == 4 and keys(config) == base  # stable
     with monkeypatch.context() as patch:  # a loss default the config does not set
         set_default(patch, LabelSmoothingLoss.__init__, "epsilon", 0.2)
-        changed = keys(config)
-        assert changed[:2] == base[:2] and changed[2:] != base[2:]  # only label smoothing
+        assert keys(config) == base
         task = plan_run(config).confirm_fixed[2]
-        assert task.identity["params"]["loss__epsilon"] == 0.2
-        assert task.identity["params"]["loss"]["class"].endswith("LabelSmoothingLoss")
+        assert task.estimator.check_params()["loss"].epsilon == 0.1  # the recipe's
+        assert task.identity["params"] == {"hidden_sizes": [8], "max_epochs": 2, "recipe": "2026-12-04"}
+        assert task.identity["kind"] == {"loss": "label_smoothing"}
     with monkeypatch.context() as patch:  # an estimator default
         set_default(patch, NeSCalClassifier.__init__, "lr", 0.01)
-        assert not set(keys(config)) & set(base)
+        assert keys(config) == base
     with monkeypatch.context() as patch:
         patch.setattr(nescal_sklearn, "__version__", "9.9")
-        assert not set(keys(config)) & set(base)
-    threads = load_config(
-        write_config(tmp_path, {**SMALL, "budget": {**SMALL["budget"], "threads": 2}})
-    )
-    assert not set(keys(threads)) & set(base)
-    # a config pinning the default value has the same keys as one relying on it
-    pinned = {
-        **SMALL,
-        "methods": [{"loss": "ce"}, {"loss": "label_smoothing", "params": {"epsilon": 0.1}}],
-    }
-    assert keys(load_config(write_config(tmp_path, pinned))) == base
+        assert keys(config) == base
+    for changed in ({"budget": {**SMALL["budget"], "threads": 2}}, {"recipe": "2026-12-02"}):
+        other = load_config(write_config(tmp_path, {**SMALL, **changed}))
+        assert not set(keys(other)) & set(base), changed
 
 
-def test_resumed_run_reports_records_under_another_key(tmp_path, monkeypatch):
-    from nescal_sklearn.losses import LabelSmoothingLoss
-
+def test_resumed_run_reports_records_under_another_key(tmp_path):
     config = load_config(write_config(tmp_path, SMALL))
     run_benchmark(config, progress=False, report=False)
-    set_default(monkeypatch, LabelSmoothingLoss.__init__, "epsilon", 0.2)
+    changed = {**SMALL, "methods": [{"loss": "ce"}, {"loss": "label_smoothing", "params": {"epsilon": 0.2}}]}
+    config = load_config(write_config(tmp_path, changed))
     stream = io.StringIO()
     summary = run_benchmark(config, resume=True, stream=stream, report=False)
     output = Path(config.output).resolve()
     assert summary.stale == [
         f"2 records in {output} were written under another key and are ignored",
         "  2: same dataset, method, grid point and seed as a planned fit; "
-        "params.loss.params.epsilon: 0.1 -> 0.2; params.loss__epsilon: 0.1 -> 0.2",
+        "params.loss__epsilon: (absent) -> 0.2",
     ]
     assert stream.getvalue().startswith("\n".join(summary.stale) + "\n")
     assert (summary.n_skipped, summary.n_finished) == (2, 2)  # CE reused, LS refitted
@@ -387,7 +385,7 @@ def test_resumed_run_reports_records_under_another_key(tmp_path, monkeypatch):
     markdown = write_report(output)["markdown"].read_text()
     assert (
         "2 records in the folder were written under another key (an earlier configuration, "
-        "default or library version) and are ignored." in markdown
+        "recipe or record format) and are ignored." in markdown
     )
     assert "(4 of 4 confirm fits recorded)" in markdown
 
@@ -395,6 +393,7 @@ def test_resumed_run_reports_records_under_another_key(tmp_path, monkeypatch):
 def test_fit_warnings_go_to_the_record_not_the_console(tmp_path, capfd):
     data = {
         **SMALL,
+        "recipe": "2026-12-04",
         "methods": [
             {"estimator": "sklearn.linear_model.LogisticRegression", "params": {"max_iter": 1}}
         ],

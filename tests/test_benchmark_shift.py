@@ -120,6 +120,7 @@ def _config(tmp_path: Path, **changes) -> dict:
         "name": "shift",
         "output": str(tmp_path / "results"),
         "datasets": [{"sklearn": "breast_cancer"}, {"sklearn": "iris"}],
+        "recipe": "2026-12-04",
         "methods": [
             {"name": "ce", "loss": "ce"},
             {"name": "logreg", "estimator": "sklearn.linear_model.LogisticRegression"},

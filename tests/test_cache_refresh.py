@@ -1,6 +1,6 @@
 """When NeSCal's neighbour cache is refreshed: per batch, never (frozen), or once per epoch.
 
-``NeSCalLoss(cache=...)``: ``"batch"`` (the default) overwrites a batch's rows with its
+``ExperimentalNeSCalLoss(cache=...)``: ``"batch"`` (the default) overwrites a batch's rows with its
 detached predictions; ``"frozen"`` keeps the graph-time predictions; ``"epoch"`` refills
 the whole cache from an eval-mode forward pass at the start of each penalised epoch.
 The references are independent: ``log_softmax`` of the batch logits, a fresh
@@ -22,6 +22,7 @@ from torch import nn
 from nescal_sklearn import NeSCalClassifier
 from nescal_sklearn.graph import embed_rows
 from nescal_sklearn.losses import NeSCalLoss
+from nescal_sklearn.losses.experimental import ExperimentalNeSCalLoss
 from nescal_sklearn.penalties import CACHE_MODES, NeighbourhoodSmoothing, NeSCalRuntime
 
 
@@ -60,14 +61,14 @@ def test_cache_modes_and_default():
     assert CACHE_MODES == ("batch", "frozen", "epoch")
     assert NeSCalLoss().cache == "batch"
     for mode in CACHE_MODES:
-        NeSCalLoss(cache=mode).validate()
+        ExperimentalNeSCalLoss(cache=mode).validate()
 
 
 @pytest.mark.parametrize("bad", ["never", None, "Batch"])
 def test_spec_refuses_an_unknown_cache_mode(bad):
     message = f"NeSCalLoss: cache must be one of ['batch', 'frozen', 'epoch']; got {bad!r}."
     with pytest.raises(ValueError, match=re.escape(message)):
-        NeSCalLoss(cache=bad).validate()
+        ExperimentalNeSCalLoss(cache=bad).validate()
 
 
 def test_runtime_refuses_an_unknown_cache_mode():
@@ -83,7 +84,7 @@ def test_an_unknown_cache_mode_fails_the_fit_with_the_specs_message(iris):
     X, y = iris
     message = "NeSCalLoss: cache must be one of ['batch', 'frozen', 'epoch']; got 'weekly'."
     with pytest.raises(ValueError, match=re.escape(message)):
-        NeSCalClassifier(loss=NeSCalLoss(cache="weekly"), max_epochs=2).fit(X, y)
+        NeSCalClassifier(loss=ExperimentalNeSCalLoss(cache="weekly"), max_epochs=2).fit(X, y)
 
 
 @pytest.mark.parametrize(
@@ -152,7 +153,7 @@ def test_refill_is_a_smoothing_built_on_the_new_predictions(divergence, aggregat
 
 @pytest.mark.parametrize("mode", CACHE_MODES)
 def test_runtime_penalty_writes_only_in_batch_mode(mode):
-    spec = NeSCalLoss(n_neighbors=3, warmup=0, cache=mode)
+    spec = ExperimentalNeSCalLoss(n_neighbors=3, warmup=0, cache=mode)
     torch.manual_seed(0)
     net, X = nn.Sequential(nn.Linear(3, 8), nn.ReLU(), nn.Linear(8, 2)), torch.randn(20, 3)
     runtime = spec.build_runtime(net, X, start_epoch=0, max_epochs=5, random_state=0)
@@ -168,7 +169,7 @@ def test_runtime_penalty_writes_only_in_batch_mode(mode):
 def test_refresh_cache_is_an_eval_mode_pass_in_chunks_and_restores_the_mode():
     torch.manual_seed(0)
     net, X = DropoutMLP(3, 3), torch.randn(50, 3)
-    runtime = NeSCalLoss(n_neighbors=4, warmup=0, cache="epoch").build_runtime(
+    runtime = ExperimentalNeSCalLoss(n_neighbors=4, warmup=0, cache="epoch").build_runtime(
         net, X, start_epoch=0, max_epochs=5, random_state=0
     )
     with torch.no_grad():
@@ -216,7 +217,7 @@ def watch(monkeypatch) -> dict:
 
 def _fit(X, y, mode, max_epochs=5):
     return NeSCalClassifier(
-        loss=NeSCalLoss(warmup=1, cache=mode),
+        loss=ExperimentalNeSCalLoss(warmup=1, cache=mode),
         module=DropoutMLP,
         max_epochs=max_epochs,
         batch_size=32,
@@ -277,7 +278,7 @@ def test_the_default_is_the_batch_refresh(iris):
     X, y = iris
     fits = [
         NeSCalClassifier(
-            loss=NeSCalLoss(warmup=1, **params), max_epochs=4, hidden_sizes=(16,),
+            loss=ExperimentalNeSCalLoss(warmup=1, **params), max_epochs=4, hidden_sizes=(16,),
             early_stopping=False, random_state=0,
         ).fit(X, y)
         for params in ({}, {"cache": "batch"}, {"cache": "frozen"})
@@ -295,7 +296,7 @@ def test_plain_loop_with_the_epoch_cache():
     X, y = torch.randn(64, 5), torch.randint(0, 3, (64,))
     model = nn.Sequential(nn.Linear(5, 16), nn.ReLU(), nn.Dropout(0.3), nn.Linear(16, 3))
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
-    spec, max_epochs = NeSCalLoss(n_neighbors=4, warmup=1, cache="epoch"), 4
+    spec, max_epochs = ExperimentalNeSCalLoss(n_neighbors=4, warmup=1, cache="epoch"), 4
     runtime, refreshed = None, 0
     for epoch in range(max_epochs):
         if epoch == spec.warmup_epochs(max_epochs):

@@ -19,6 +19,7 @@ from torch import nn
 from nescal_sklearn import NeSCalClassifier, PenaltyInactiveWarning, make_tabular_pipeline
 from nescal_sklearn.graph import embed_rows, random_graph
 from nescal_sklearn.losses import NeSCalLoss
+from nescal_sklearn.losses.experimental import ExperimentalNeSCalLoss
 
 FAST = dict(hidden_sizes=(16,), max_epochs=6, batch_size=32, lr=1e-2)
 
@@ -107,13 +108,13 @@ def test_history_records_graph_and_penalty(iris):
     weights = history[:, "penalty_weight"]
     assert all(p == 0.0 for p in penalties[:3]) and all(w == 0.0 for w in weights[:3])
     assert all(p > 0.0 for p in penalties[3:]) and all(w == 1.0 for w in weights[3:])
-    assert all(v > 0 for v in history[:, "valid_loss"])
+    assert all(v > 0 for v in history[:, "valid_nll"])
 
 
 def test_cosine_schedule_decays_weight(iris):
     X, y = iris
     clf = NeSCalClassifier(
-        loss=NeSCalLoss(warmup=2, schedule="cosine", weight=2.0),
+        loss=ExperimentalNeSCalLoss(warmup=2, schedule="cosine", weight=2.0),
         **dict(FAST, max_epochs=10, early_stopping=False),
         random_state=0,
     ).fit(X, y)
@@ -160,7 +161,7 @@ def test_early_stopping_counts_from_warmup_and_restores_best():
     ).fit(X, y)
     assert clf.n_epochs_ < 60
     assert clf.n_epochs_ >= 15 + 3  # never stops before the penalty acted for `patience` epochs
-    valid = clf.history_[:, "valid_loss"]
+    valid = clf.history_[:, "valid_nll"]
     # every epoch competes; patience counts from the first penalised epoch (16)
     assert valid[clf.best_epoch_ - 1] == min(valid)
     assert clf.n_epochs_ == max(clf.best_epoch_, 16) + 3
@@ -173,7 +174,7 @@ def test_patience_none_trains_every_epoch_and_restores_the_best_one():
         batch_size=32, random_state=0,
     ).fit(X, y)  # fmt: skip
     assert clf.n_epochs_ == 25  # no early stop, although this overfits
-    valid = clf.history_[:, "valid_loss"]
+    valid = clf.history_[:, "valid_nll"]
     assert clf.best_epoch_ < 25 and valid[clf.best_epoch_ - 1] == min(valid)
     # An int patience on the same fit stops early, at the same best epoch.
     early = clone(clf).set_params(patience=3).fit(X, y)
@@ -184,7 +185,7 @@ def test_patience_none_trains_every_epoch_and_restores_the_best_one():
 def test_auto_warmup_restores_best_cross_entropy_checkpoint():
     X, y = make_classification(300, 10, n_informative=4, flip_y=0.3, random_state=0)
     clf = NeSCalClassifier(
-        loss=NeSCalLoss(warmup="auto", warmup_patience=3),
+        loss=ExperimentalNeSCalLoss(warmup="auto", warmup_patience=3),
         hidden_sizes=(128, 128),
         dropout=0.0,
         max_epochs=80,
@@ -195,7 +196,7 @@ def test_auto_warmup_restores_best_cross_entropy_checkpoint():
     history = clf.history_
     restored = [row["warmup_restored_epoch"] for row in history if "warmup_restored_epoch" in row]
     assert len(restored) == 1
-    valid = history[:, "valid_loss"]
+    valid = history[:, "valid_nll"]
     # the warm-up ends 3 epochs after the cross-entropy optimum, which it restores
     assert valid[restored[0] - 1] == min(valid[: restored[0] + 3])
     assert clf.graph_epoch_ == restored[0] + 3 + 1
@@ -205,18 +206,20 @@ def test_auto_warmup_restores_best_cross_entropy_checkpoint():
         match=re.escape(
             "loss__warmup='auto' ends the warm-up where the validation NLL stops improving, "
             "but early_stopping=False holds out no validation rows; the warm-up falls back "
-            "to 0.3 of max_epochs."
+            "to 0.3 of max_epochs (3 epochs, warmup_). Pass an int or float warmup to "
+            "silence this warning."
         ),
     ):
         fixed = clone(clf).set_params(early_stopping=False, max_epochs=10).fit(X, y)
-    assert fixed.graph_epoch_ == 4 and fixed.loss_.warmup == 0.3
+    assert fixed.graph_epoch_ == 4 and fixed.warmup_ == 3
+    assert fixed.loss_.warmup == "auto"  # the spec as given: fit records, never rewrites
     assert clf.loss.warmup == "auto"  # the parameter itself is untouched
 
 
 def test_auto_warmup_that_never_ends_warns_and_returns_the_best_checkpoint(iris):
     X, y = iris
     clf = NeSCalClassifier(
-        loss=NeSCalLoss(warmup="auto", warmup_patience=50), **dict(FAST, max_epochs=8)
+        loss=ExperimentalNeSCalLoss(warmup="auto", warmup_patience=50), **dict(FAST, max_epochs=8)
     )
     message = (
         "NeSCalClassifier returned a model trained without the smoothing penalty, i.e. plain "
@@ -227,7 +230,7 @@ def test_auto_warmup_that_never_ends_warns_and_returns_the_best_checkpoint(iris)
     with pytest.warns(PenaltyInactiveWarning, match=re.escape(message)):
         clf.fit(X, y)
     assert clf.graph_epoch_ is None and clf.penalty_status_ == "no_graph"
-    valid = clf.history_[:, "valid_loss"]
+    valid = clf.history_[:, "valid_nll"]
     assert valid[clf.best_epoch_ - 1] == min(valid)
 
 
@@ -433,7 +436,7 @@ def test_error_messages(iris):
     clf = NeSCalClassifier(**FAST).fit(X, y)
     with pytest.raises(ValueError, match=re.escape("X has 3 features, but NeSCalClassifier is expecting 4 features as input.")):
         clf.predict(X[:, :3])
-    with pytest.raises(ValueError, match=re.escape("The 'max_epochs' parameter of NeSCalClassifier must be an int in the range [1, inf). Got 0 instead.")):
+    with pytest.raises(ValueError, match=re.escape("The 'max_epochs' parameter of NeSCalClassifier must be None or an int in the range [1, inf). Got 0 instead.")):
         NeSCalClassifier(max_epochs=0).fit(X, y)
     with pytest.raises(ValueError, match=re.escape("X_val and y_val must be passed together; got only one of them.")):
         NeSCalClassifier(**FAST).fit(X, y, X_val=X)

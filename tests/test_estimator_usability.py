@@ -17,6 +17,7 @@ from torch import nn
 from nescal_sklearn import NeSCalClassifier
 from nescal_sklearn.exceptions import PenaltyInactiveWarning
 from nescal_sklearn.losses import LabelSmoothingLoss, NeSCalLoss
+from nescal_sklearn.losses.experimental import ExperimentalNeSCalLoss
 
 FAST = dict(hidden_sizes=(16,), max_epochs=3, random_state=0)
 
@@ -97,11 +98,12 @@ def test_default_k_is_clamped_with_a_warning_naming_both_values(iris):
         clf = _quiet(lambda: NeSCalClassifier(**{**FAST, "max_epochs": 4}).fit(X[rows], y[rows]))
     messages = [str(w.message) for w in record if "n_neighbors" in str(w.message)]
     assert messages == [
-        "loss__n_neighbors=10 (the default of loss='nescal') needs at least 11 training rows; "
-        "got 9 after holding out validation_fraction=0.2. Using loss__n_neighbors=8 instead; "
-        "pass loss__n_neighbors explicitly to choose."
+        "loss__n_neighbors=10 (the recipe's value for loss='nescal') needs at least 11 "
+        "training rows; got 9 after holding out validation_fraction=0.2. Using 8 neighbours "
+        "instead (recorded as n_neighbors_); pass loss__n_neighbors explicitly to choose."
     ]
-    assert clf.loss_.n_neighbors == 8
+    assert clf.n_neighbors_ == 8
+    assert clf.loss_.n_neighbors == 10  # the spec as given: fit never rewrites it
     assert clf.loss == "nescal"  # the parameter itself is untouched
 
 
@@ -120,28 +122,38 @@ def test_explicit_k_that_cannot_fit_still_raises(iris):
 
 
 # -- nested parameters ----------------------------------------------------------------------
-# Every nested parameter docs/nescal.md documents, with a value other than the default.
+# Every nested parameter docs/nescal.md documents, with a value other than the default: the
+# supported ones of loss="nescal", and the experimental ones of loss="nescal_experimental".
 DOCUMENTED_NESTED = {
     "loss__n_neighbors": 4,
     "loss__weight": 0.5,
-    "loss__schedule": "cosine",
     "loss__warmup": 1,
+    "loss__graph": "random",
+    "loss__divergence": "js",
+}
+EXPERIMENTAL_NESTED = {
+    "loss__schedule": "cosine",
     "loss__warmup_patience": 2,
     "loss__aggregation": "mean",
-    "loss__graph": "random",
     "loss__reduction": "pca",
     "loss__n_components": 3,
     "loss__graph_method": "exact",
-    "loss__divergence": "js",
     "loss__target_temperature": 2.0,
     "loss__adaptive": "agreement",
     "loss__cache": "frozen",
 }
+NESTED_CASES = [("nescal", NeSCalLoss, *item) for item in sorted(DOCUMENTED_NESTED.items())] + [
+    ("nescal_experimental", ExperimentalNeSCalLoss, *item)
+    for item in sorted(EXPERIMENTAL_NESTED.items())
+]
 
 
-@pytest.mark.parametrize("loss", ["nescal", NeSCalLoss()], ids=["by_name", "as_object"])
-@pytest.mark.parametrize(("name", "value"), sorted(DOCUMENTED_NESTED.items()))
-def test_documented_nested_parameter_in_set_params_and_grid_search(iris, loss, name, value):
+@pytest.mark.parametrize("as_object", [False, True], ids=["by_name", "as_object"])
+@pytest.mark.parametrize(("name_of_loss", "cls", "name", "value"), NESTED_CASES)
+def test_documented_nested_parameter_in_set_params_and_grid_search(
+    iris, as_object, name_of_loss, cls, name, value
+):
+    loss = cls() if as_object else name_of_loss
     X, y = iris
     clf = NeSCalClassifier(loss=loss, **FAST).set_params(**{name: value})
     assert getattr(clf.loss, name.split("__", 1)[1]) == value

@@ -21,6 +21,7 @@ from nescal_sklearn import NeSCalClassifier, PenaltyInactiveWarning
 from nescal_sklearn.estimator._callbacks import WarmupEnd
 from nescal_sklearn.estimator._net import NeSCalNet
 from nescal_sklearn.losses import CrossEntropyLoss, NeSCalLoss
+from nescal_sklearn.losses.experimental import ExperimentalNeSCalLoss
 from nescal_sklearn.penalties import NeSCalRuntime
 
 
@@ -133,7 +134,7 @@ def test_restoring_a_warmup_epoch_warns_and_says_so():
     NeSCal."""
     X, y = make_classification(300, 10, n_informative=4, flip_y=0.3, random_state=0)
     clf = NeSCalClassifier(
-        loss=NeSCalLoss(warmup="auto", warmup_patience=3, weight=50.0, graph="random"),
+        loss=ExperimentalNeSCalLoss(warmup="auto", warmup_patience=3, weight=50.0, graph="random"),
         hidden_sizes=(128, 128), dropout=0.0, max_epochs=80, patience=4, batch_size=32,
         random_state=0,
     )  # fmt: skip
@@ -181,7 +182,8 @@ def test_auto_warmup_restores_the_weights_but_not_the_optimizer_state():
     X, y = make_classification(300, 10, n_informative=4, flip_y=0.3, random_state=0)
     X = X.astype(np.float32)
     log, weights = OptimizerLog(), WeightLog()
-    warmup = WarmupEnd(None, patience=3)
+    # skorch's own validation NLL: this net has no ValidationNLL callback
+    warmup = WarmupEnd(None, patience=3, monitor="valid_loss")
     module = nn.Sequential(nn.Linear(10, 64), nn.ReLU(), nn.Linear(64, 2))
     net = NeSCalNet(
         module=module, criterion=nn.CrossEntropyLoss, optimizer=torch.optim.AdamW, lr=1e-2,
@@ -215,8 +217,8 @@ def test_patience_counts_from_the_end_of_warmup():
 
 
 def test_a_real_interrupt_propagates_and_leaves_no_fitted_model(iris):
-    """Ctrl-C (SIGINT) must not end fit like early stopping: skorch would swallow it and
-    return a truncated model."""
+    """Ctrl-C (SIGINT) must not end fit like early stopping: skorch swallows it, and fit
+    must not return the truncated model."""
     import os
     import signal
     import threading
@@ -246,22 +248,57 @@ def test_a_real_interrupt_propagates_and_leaves_no_fitted_model(iris):
         clf.predict(X)  # the earlier 1-epoch fit is gone too: fit never half-succeeds
 
 
-def test_early_stopping_is_not_a_keyboard_interrupt(iris, monkeypatch):
-    """The planned stop must not go through KeyboardInterrupt (which skorch swallows)."""
-    from nescal_sklearn.estimator._net import StopTraining
+def test_early_stopping_is_told_apart_from_a_keyboard_interrupt(iris, monkeypatch):
+    """The planned stop ends skorch's loop as skorch's own callbacks do; fit knows it was
+    planned (StopAfterPatience.stopped_) and returns the restored best epoch."""
+    from nescal_sklearn.estimator._callbacks import StopAfterPatience
 
-    raised = []
-    original = StopTraining.__init__
+    stops = []
+    original = StopAfterPatience.on_epoch_end
 
-    def spy(self, *args):
-        raised.append(True)
-        original(self, *args)
+    def spy(self, net, **kwargs):
+        try:
+            original(self, net, **kwargs)
+        except KeyboardInterrupt:
+            stops.append(len(net.history))
+            raise
 
-    monkeypatch.setattr(StopTraining, "__init__", spy)
+    monkeypatch.setattr(StopAfterPatience, "on_epoch_end", spy)
     X, y = make_classification(400, 10, n_informative=4, flip_y=0.3, random_state=0)
     clf = NeSCalClassifier(
         loss="ce", hidden_sizes=(128, 128), dropout=0.0, max_epochs=60, patience=3,
         batch_size=32, random_state=0,
     ).fit(X, y)  # fmt: skip
-    assert clf.n_epochs_ < 60 and raised == [True]
+    assert clf.n_epochs_ < 60 and stops == [clf.n_epochs_]
     assert clf.n_epochs_ == clf.best_epoch_ + 3
+
+
+def test_the_callbacks_run_in_the_order_they_depend_on(iris, monkeypatch):
+    """The criterion is recorded before the warm-up and the best-epoch keeper read it,
+    and the keeper updates its best epoch before StopAfterPatience counts from it."""
+    from nescal_sklearn.estimator import _classifier
+
+    seen = {}
+    original = _classifier.NeSCalClassifier._build_net
+
+    def spy(self, *args, **kwargs):
+        net, callbacks = original(self, *args, **kwargs)
+        seen["order"] = list(callbacks)
+        return net, callbacks
+
+    monkeypatch.setattr(_classifier.NeSCalClassifier, "_build_net", spy)
+    X, y = iris
+    NeSCalClassifier(
+        loss=NeSCalLoss(warmup=1), hidden_sizes=(8,), max_epochs=3, patience=2,
+        lr_schedule="cosine", random_state=0,
+    ).fit(X, y)  # fmt: skip
+    assert seen["order"] == [
+        "validation_nll",
+        "warmup_end",
+        "build_neighbourhood",
+        "penalty_schedule",
+        "train_penalty",
+        "best_epoch",
+        "stop_after_patience",
+        "lr_schedule",
+    ]

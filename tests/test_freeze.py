@@ -93,9 +93,10 @@ def test_frozen_dropout_and_batchnorm_stay_in_eval_mode_while_training(digits):
 
     class Spy(EncoderHead):
         def forward(self, X):
+            out = super().forward(X)  # the modes each part ran in
             if self.training:
                 modes.append((self.encoder.training, self.head.training))
-            return super().forward(X)
+            return out
 
     torch.manual_seed(0)
     _fit(X, y, module=Spy(64, 10), loss="ce", freeze=["encoder"], max_epochs=2)
@@ -175,7 +176,7 @@ def test_bad_freeze_settings_raise_naming_the_value(digits, params, error, messa
 def test_lr_schedule_applies_to_the_first_groups_and_the_unfrozen_group_keeps_its_lr(
     digits, monkeypatch
 ):
-    from nescal_sklearn.estimator._backbone import EpochLRSchedule
+    from nescal_sklearn.estimator._schedule import EpochLRSchedule
 
     X, y = digits
     seen = []

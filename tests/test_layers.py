@@ -30,27 +30,41 @@ ROOT = "nescal_sklearn"
 #: Modules every room may import (and which import no room themselves).
 INFRASTRUCTURE = frozenset({"_params", "exceptions", "_compat"})
 
-#: Room -> the other rooms it may import. The order of DESIGN.md's "Layers", plus the
-#: plotting room (which sits beside scorers) and the losses room (between penalties and
-#: the estimator).
+#: Room -> the other rooms it may import. The order of DESIGN.md's "Layers": nn (the
+#: networks and ensemble helpers) below penalties, preprocessing below the estimator,
+#: plus the plotting room (which sits beside scorers).
 ALLOWED: dict[str, frozenset[str]] = {
     "metrics": frozenset(),
-    "penalties": frozenset(),
-    "graph": frozenset({"penalties"}),
+    "nn": frozenset(),
+    "penalties": frozenset({"nn"}),
+    "graph": frozenset({"penalties", "nn"}),
     "losses": frozenset({"penalties", "graph"}),
-    "estimator": frozenset({"losses", "penalties", "graph", "metrics"}),
+    "preprocessing": frozenset(),
+    "estimator": frozenset({"losses", "penalties", "graph", "metrics", "nn", "preprocessing"}),
     "calibration": frozenset({"metrics"}),
     "scorers": frozenset({"metrics"}),
     "plotting": frozenset({"metrics"}),
     "diagnostics": frozenset(
-        {"metrics", "penalties", "graph", "losses", "estimator", "calibration", "plotting"}
+        {
+            "metrics",
+            "nn",
+            "penalties",
+            "graph",
+            "losses",
+            "preprocessing",
+            "estimator",
+            "calibration",
+            "plotting",
+        }
     ),
     "benchmark": frozenset(
         {
             "metrics",
+            "nn",
             "penalties",
             "graph",
             "losses",
+            "preprocessing",
             "estimator",
             "calibration",
             "scorers",

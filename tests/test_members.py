@@ -22,12 +22,8 @@ from nescal_sklearn import NeSCalClassifier
 from nescal_sklearn.estimator._net import NeSCalNet
 from nescal_sklearn.graph import build_knn_graph, neighbourhood_from_model
 from nescal_sklearn.losses import NeSCalLoss, get_loss
-from nescal_sklearn.penalties import (
-    NeighbourhoodSmoothing,
-    ensemble_logits,
-    expand_member_graph,
-    flatten_members,
-)
+from nescal_sklearn.nn import ensemble_logits, expand_member_graph, flatten_members
+from nescal_sklearn.penalties import NeighbourhoodSmoothing
 
 # Floats from BLAS, solvers and stored records: CI runs these again under a second
 # OpenBLAS kernel (.ci/run), so a tolerance tighter than round-off shows up there.
@@ -192,5 +188,5 @@ def test_early_stopping_watches_the_ensemble_nll():
     clf = NeSCalClassifier(
         "ce", module=ToyEnsemble, max_epochs=6, patience=3, random_state=0
     ).fit(X[~val], y[~val], X_val=X[val], y_val=y[val])
-    best = clf.history_[clf.best_epoch_ - 1]["valid_loss"]
+    best = clf.history_[clf.best_epoch_ - 1]["valid_nll"]
     assert best == pytest.approx(log_loss(y[val], clf.predict_proba(X[val])), rel=1e-4)

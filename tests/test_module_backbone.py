@@ -11,8 +11,7 @@ import torch
 from rtdl_num_embeddings import PeriodicEmbeddings
 from torch import nn
 
-from nescal_sklearn.estimator import TabularMLP
-from nescal_sklearn.estimator._module import MemberLinear, build_module
+from nescal_sklearn.nn import MemberLinear, TabularMLP, build_module
 
 torch.set_num_threads(1)
 

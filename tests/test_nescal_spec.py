@@ -13,8 +13,9 @@ from torch import nn
 
 from nescal_sklearn import graph, penalties
 from nescal_sklearn.graph import neighbourhood_from_model
-from nescal_sklearn.losses import LabelSmoothingLoss, NeSCalLoss
+from nescal_sklearn.losses import LabelSmoothingLoss, NeSCalLoss, get_loss
 from nescal_sklearn.losses._nescal import CHOICES
+from nescal_sklearn.losses.experimental import ExperimentalNeSCalLoss
 from nescal_sklearn.penalties import NeighbourhoodSmoothing, NeSCalRuntime
 
 
@@ -42,7 +43,7 @@ def test_calling_the_spec_is_the_base_loss():
 
 
 def test_build_runtime_leaves_the_spec_untouched_and_clones_cleanly():
-    spec = NeSCalLoss(n_neighbors=3, weight=0.7, warmup=0, schedule="cosine")
+    spec = ExperimentalNeSCalLoss(n_neighbors=3, weight=0.7, warmup=0, schedule="cosine")
     before = dict(vars(spec))
     runtime = spec.build_runtime(_net(), torch.randn(20, 3), start_epoch=4, max_epochs=14)
     assert vars(spec) == before
@@ -57,7 +58,7 @@ def test_build_runtime_leaves_the_spec_untouched_and_clones_cleanly():
 
 def test_runtime_graph_is_the_model_neighbourhood():
     net, X = _net(), torch.randn(30, 3)
-    spec = NeSCalLoss(n_neighbors=4, warmup=0, adaptive="density")
+    spec = ExperimentalNeSCalLoss(n_neighbors=4, warmup=0, adaptive="density")
     runtime = spec.build_runtime(net, X, start_epoch=0, max_epochs=5, random_state=0)
     found = neighbourhood_from_model(net, X, 4, random_state=0, return_similarities=True)
     torch.testing.assert_close(runtime.smoothing.neighbors, found.neighbors)
@@ -88,11 +89,13 @@ def test_runtime_schedule_and_penalty_by_hand():
 def test_allowed_values_come_from_the_layer_that_implements_them(param, allowed):
     layer_constants = [*vars(penalties).values(), *vars(graph).values()]
     assert any(allowed is constant for constant in layer_constants)
-    message = f"NeSCalLoss: {param} must be one of {list(allowed)}; got 'nope'."
+    # The supported settings are NeSCalLoss's; the others ExperimentalNeSCalLoss's.
+    cls = NeSCalLoss if param in NeSCalLoss().get_params() else ExperimentalNeSCalLoss
+    message = f"{cls.__name__}: {param} must be one of {list(allowed)}; got 'nope'."
     with pytest.raises(ValueError, match=re.escape(message)):
-        NeSCalLoss(**{param: "nope"}).validate()
+        cls(**{param: "nope"}).validate()
     for value in allowed:
-        spec = NeSCalLoss(**{param: value})
+        spec = cls(**{param: value})
         if param == "adaptive" and value == "density":
             spec.set_params(graph="knn")
         spec.validate()
@@ -103,8 +106,8 @@ def test_allowed_values_come_from_the_layer_that_implements_them(param, allowed)
     [
         ({"n_neighbors": 0}, ValueError, "NeSCalLoss: n_neighbors must be an int >= 1; got 0."),
         ({"n_neighbors": 2.5}, TypeError, "NeSCalLoss: n_neighbors must be an int >= 1; got 2.5."),
-        ({"warmup_patience": 0}, ValueError, "NeSCalLoss: warmup_patience must be an int >= 1; got 0."),
-        ({"n_components": 0}, ValueError, "NeSCalLoss: n_components must be None or an int >= 1; got 0."),
+        ({"warmup_patience": 0}, ValueError, "ExperimentalNeSCalLoss: warmup_patience must be an int >= 1; got 0."),
+        ({"n_components": 0}, ValueError, "ExperimentalNeSCalLoss: n_components must be None or an int >= 1; got 0."),
         ({"weight": -1.0}, ValueError, "NeSCalLoss: weight must be >= 0.0; got -1.0."),
         ({"warmup": 1.5}, ValueError, "NeSCalLoss: warmup as a float is a fraction of max_epochs and must be in [0, 1); got 1.5."),
         ({"warmup": -1}, ValueError, "NeSCalLoss: warmup must be >= 0 epochs; got -1."),
@@ -113,8 +116,21 @@ def test_allowed_values_come_from_the_layer_that_implements_them(param, allowed)
     ],
 )
 def test_validate_names_the_parameter_and_the_value(params, error, message):
+    cls = ExperimentalNeSCalLoss if message.startswith("Experimental") else NeSCalLoss
     with pytest.raises(error, match=re.escape(message)):
-        NeSCalLoss(**params).validate()
+        cls(**params).validate()
+
+
+def test_the_supported_spec_has_six_settings_and_the_rest_are_experimental():
+    """The ablation found the other settings inert, or never measured them: they are
+    fixed on NeSCalLoss, at the values ExperimentalNeSCalLoss defaults to."""
+    supported = NeSCalLoss().get_params()
+    assert sorted(supported) == ["base_loss", "divergence", "graph", "n_neighbors", "warmup", "weight"]
+    experimental = ExperimentalNeSCalLoss().get_params()
+    assert set(supported) < set(experimental)
+    for name, value in experimental.items():
+        assert getattr(NeSCalLoss(), name) == value, name
+    assert get_loss("nescal_experimental").get_params() == experimental
 
 
 def test_runtime_refuses_a_cosine_schedule_without_room_to_decay():

@@ -51,8 +51,8 @@ def _val_logits(clf, X_val):
 def test_history_logs_both_curves_and_refined_is_the_metric(data):
     clf = _fit(data, early_stopping="refinement")
     _, _, X_val, y_val = data
-    raw = np.array(clf.history_[:, "valid_loss"])
-    refined = np.array(clf.history_[:, "valid_refined_loss"])
+    raw = np.array(clf.history_[:, "valid_nll"])
+    refined = np.array(clf.history_[:, "valid_refined_nll"])
     temperatures = np.array(clf.history_[:, "valid_temperature"])
     assert len(raw) == len(refined) == len(temperatures) == clf.n_epochs_
     assert np.all(refined <= raw + 1e-6)  # the temperature never makes it worse
@@ -71,7 +71,7 @@ def test_history_logs_both_curves_and_refined_is_the_metric(data):
 
 
 @pytest.mark.parametrize(
-    ("criterion", "key"), [("nll", "valid_loss"), ("refinement", "valid_refined_loss")]
+    ("criterion", "key"), [("nll", "valid_nll"), ("refinement", "valid_refined_nll")]
 )
 def test_the_restored_epoch_is_best_on_its_criterion(data, criterion, key):
     clf = _fit(data, early_stopping=criterion)
@@ -100,14 +100,14 @@ def test_true_is_nll(data):
     a = _fit(data, early_stopping=True, max_epochs=8)
     b = _fit(data, early_stopping="nll", max_epochs=8)
     assert a.best_epoch_ == b.best_epoch_
-    np.testing.assert_array_equal(a.history_[:, "valid_loss"], b.history_[:, "valid_loss"])
+    np.testing.assert_array_equal(a.history_[:, "valid_nll"], b.history_[:, "valid_nll"])
     c = _fit(data, early_stopping=np.True_, max_epochs=8)
     assert c.best_epoch_ == b.best_epoch_
 
 
 def test_auto_warmup_ends_on_the_same_criterion(data):
     clf = _fit(data, loss="nescal", early_stopping="refinement", lr=1e-2, hidden_sizes=(64,))
-    refined = np.array(clf.history_[:, "valid_refined_loss"])
+    refined = np.array(clf.history_[:, "valid_refined_nll"])
     restored = [h["warmup_restored_epoch"] for h in clf.history_ if "warmup_restored_epoch" in h]
     assert clf.graph_epoch_ is not None and len(restored) == 1
     warmup = refined[: clf.graph_epoch_ - 1]

@@ -46,6 +46,7 @@ MAX_EPOCHS = 30
 CONFIG = {
     "name": "crash",
     "datasets": [{"sklearn": "iris"}],
+    "recipe": "2026-12-04",
     "methods": [{"loss": "ce", "params": {"batch_size": 16}}],
     "confirm_seeds": list(range(8)),
     "budget": {"max_epochs": MAX_EPOCHS, "patience": MAX_EPOCHS, "hidden_sizes": [8]},

@@ -45,7 +45,7 @@ def test_constant_weights_are_exactly_the_unweighted_fit(iris, loss, weight):
     plain = _fit(X, y, loss=loss)
     weighted = _fit(X, y, loss=loss, sample_weight=np.full(len(y), weight))
     np.testing.assert_array_equal(plain.predict_proba(X), weighted.predict_proba(X))
-    assert plain.history_[:, "valid_loss"] == weighted.history_[:, "valid_loss"]
+    assert plain.history_[:, "valid_nll"] == weighted.history_[:, "valid_nll"]
 
 
 def test_balanced_class_weight_is_the_balanced_sample_weight(iris):
@@ -124,9 +124,9 @@ def test_early_stopping_watches_the_weighted_validation_nll(iris, criterion):
     best = clf.best_epoch_ - 1
     proba = clf.predict_proba(X[valid])
     expected = log_loss(y[valid], proba, sample_weight=w_val)
-    assert clf.history_[best, "valid_loss"] == pytest.approx(expected, rel=1e-5)
+    assert clf.history_[best, "valid_nll"] == pytest.approx(expected, rel=1e-5)
     refined = refinement_log_loss(y[valid], proba, sample_weight=w_val)
-    assert clf.history_[best, "valid_refined_loss"] == pytest.approx(refined, rel=1e-4)
+    assert clf.history_[best, "valid_refined_nll"] == pytest.approx(refined, rel=1e-4)
     unweighted = log_loss(y[valid], proba)
     assert abs(unweighted - expected) > 1e-4  # the weights did matter
 
@@ -135,7 +135,7 @@ def test_held_out_rows_keep_their_weights(iris):
     X, y = iris
     sw = np.where(np.arange(len(y)) % 3 == 0, 4.0, 1.0)
     clf = _fit(X, y, sample_weight=sw, max_epochs=3)
-    assert np.isfinite(clf.history_[:, "valid_loss"]).all()
+    assert np.isfinite(clf.history_[:, "valid_nll"]).all()
 
 
 @pytest.mark.parametrize("mixup", [0.0, 0.4])

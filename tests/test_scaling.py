@@ -14,7 +14,7 @@ from sklearn.preprocessing import QuantileTransformer, StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from nescal_sklearn import make_tabular_pipeline, make_tabular_preprocessor
-from nescal_sklearn.estimator._scaling import RobustSmoothClipScaler
+from nescal_sklearn.preprocessing import RobustSmoothClipScaler
 
 # Floats from BLAS, solvers and stored records: CI runs these again under a second
 # OpenBLAS kernel (.ci/run), so a tolerance tighter than round-off shows up there.

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nescal_sklearn.losses import NeSCalLoss
+from nescal_sklearn.losses.experimental import ExperimentalNeSCalLoss
 from nescal_sklearn.penalties import soft_target_penalty
 
 # Floats from BLAS, solvers and stored records: CI runs these again under a second
@@ -78,7 +79,7 @@ def test_errors():
     with pytest.raises(
         ValueError, match=re.escape("NeSCalLoss: target_temperature must be > 0.0; got -1.0.")
     ):
-        NeSCalLoss(target_temperature=-1.0).validate()
+        ExperimentalNeSCalLoss(target_temperature=-1.0).validate()
 
 
 def test_neighbourhood_smoothing_soft_target_matches_the_function():

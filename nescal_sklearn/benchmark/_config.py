@@ -27,6 +27,7 @@ from ._entries import (
     methods_section,
     metrics_section,
     openml_section,
+    recipe_section,
     report_section,
     seeds_section,
     selection_section,
@@ -111,6 +112,7 @@ class BenchmarkConfig:
             "search_seeds": list(self.search_seeds),
             "confirm_seeds": list(self.confirm_seeds),
             "splits": self.splits.to_json(),
+            "recipe": self.budget.recipe,
             "budget": {k: v for k, v in self.budget.to_json().items() if v is not None},
             "metrics": list(self.metrics),
             "selection": self.selection,
@@ -120,8 +122,8 @@ class BenchmarkConfig:
 
 _TOP_LEVEL = (
     "name", "description", "output", "data_dir", "openml", "datasets", "methods",
-    "calibrators", "conditions", "search_seeds", "confirm_seeds", "splits", "budget",
-    "metrics", "selection", "report",
+    "calibrators", "conditions", "search_seeds", "confirm_seeds", "splits", "recipe",
+    "budget", "metrics", "selection", "report",
 )  # fmt: skip
 
 
@@ -257,7 +259,8 @@ def validate_config(
     ('results/benchmark', ['LogisticRegression'])
     >>> try:
     ...     validate_config({"datasets": [{"sklearn": "iris"}], "methods": [{"loss": "ce"}],
-    ...                      "confirm_seeds": [0], "budget": {"max_epochs": 0}})
+    ...                      "confirm_seeds": [0], "recipe": "2026-12-04",
+    ...                      "budget": {"max_epochs": 0}})
     ... except ConfigError as exc:
     ...     print(exc)
     budget.max_epochs: expected int >= 1, got 0
@@ -278,7 +281,10 @@ def validate_config(
     check_search_seeds(methods, search, data)
     metrics = metrics_section(data, BenchmarkConfig.metrics)
     selection = selection_section(data, calibrators)
-    budget = budget_section(data.get("budget", {}))
+    budget = replace(
+        budget_section(data.get("budget", {})),
+        recipe=recipe_section(data.get("recipe"), methods, check_params=check_params),
+    )
     if check_params:
         check_methods_with_budget(methods, budget)
         _warn_shared_seeds(methods, search, confirm)

@@ -257,7 +257,7 @@ def preprocess_split(
         the preprocessed columns.
     """
     if hasattr(X, "columns"):
-        from ..estimator import make_tabular_preprocessor
+        from ..preprocessing import make_tabular_preprocessor
 
         preprocess = make_tabular_preprocessor()
     else:

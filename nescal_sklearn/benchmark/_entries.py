@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ._conditions import CLEAN, CONDITIONS, Condition
-from ._methods import METHOD_KINDS, MethodSpec, ParameterConflict, resolved_params
+from ._methods import METHOD_KINDS, MethodSpec, ParameterConflict
 from ._registry import CALIBRATORS, METRICS
 from ._sources import SOURCES, DatasetSource, ImbalancedSource
 from ._specs import (
@@ -151,7 +151,7 @@ def methods_section(data: Any, *, check_params: bool) -> tuple[MethodSpec, ...]:
 
 def _locate(index: int, method: MethodSpec, point: dict, budget: Budget, param: str) -> str:
     """Where the configuration sets the estimator parameter ``param`` of ``method`` at
-    ``point``: its params, its grid, the budget, or the estimator's default."""
+    ``point``: its params, its grid, the budget, or the configuration's recipe."""
     by_target = {target: name for name, target in (method.targets or {}).items()}
     name = by_target.get(param, param)
     if name in method.grid:
@@ -161,6 +161,8 @@ def _locate(index: int, method: MethodSpec, point: dict, budget: Budget, param: 
         return f"methods[{index}].params.{name}"
     if method.kind.uses_budget and param in budget.estimator_params():
         return f"budget.{param}"
+    if method.kind.uses_budget and budget.recipe is not None:
+        return f"recipe {budget.recipe!r}"
     return "the estimator's default"
 
 
@@ -369,6 +371,42 @@ def splits_section(value: Any) -> Splits:
     return Splits(**fractions)
 
 
+def recipe_section(
+    value: Any, methods: tuple[MethodSpec, ...], *, check_params: bool
+) -> str | None:
+    """The configuration's training recipe: required when a method is a NeSCalClassifier.
+
+    Every setting a configuration does not state comes from the recipe it names, so a
+    later change of the library's defaults cannot change what a stored study means.
+    """
+    neural = [m.name for m in methods if m.kind.uses_budget]
+    if value is None:
+        if neural:
+            raise ConfigError(
+                "recipe",
+                "required: name the training recipe of the NeSCalClassifier methods "
+                f'{neural} (nescal_sklearn.estimator.RECIPES), e.g. "recipe": '
+                f'"{_latest_recipe()}"',
+            )
+        return None
+    if not isinstance(value, str) or (check_params and value not in _recipe_names()):
+        shown = _recipe_names() if check_params else "a recipe name"
+        raise _fail("recipe", f"one of {shown}" if check_params else shown, value)
+    return value
+
+
+def _recipe_names() -> list[str]:
+    from ..estimator import RECIPES
+
+    return sorted(RECIPES)
+
+
+def _latest_recipe() -> str:
+    from ..estimator import LATEST_RECIPE
+
+    return LATEST_RECIPE
+
+
 def budget_section(value: Any) -> Budget:
     path = "budget"
     keys = ("max_epochs", "patience", "batch_size", "hidden_sizes", "max_rows", "threads", "device")
@@ -437,10 +475,12 @@ def report_section(
 
 
 def is_random_graph_control(method: MethodSpec, budget: Budget) -> bool:
-    """True when the resolved estimator parameters have ``loss__graph == "random"`` at
-    every grid point (the neighbours are drawn at random: the random-graph control)."""
+    """True when the loss a fit would train with (the configuration's settings over its
+    recipe's) has ``graph == "random"`` at every grid point: the random-graph control."""
+    if not method.kind.uses_neighbours:
+        return False
     return all(
-        resolved_params(method.build(point, budget, 0)).get("loss__graph") == "random"
+        getattr(method.build(point, budget, 0).check_params()["loss"], "graph", None) == "random"
         for point in method.points()
     )
 

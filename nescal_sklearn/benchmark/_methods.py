@@ -7,8 +7,8 @@ Everything that differs between the two kinds (which parameter names exist, how 
 is checked, how the estimator is built, whether the budget applies) is a method of the
 kind, so the rest of the benchmark never branches on it.
 
-:func:`resolved_params` is the canonical form of an estimator's parameters, defaults
-included, that every record key holds.
+:func:`stated_params` is the canonical form of the parameters a configuration states,
+which every record key holds (with the recipe that fills in the rest).
 """
 
 from __future__ import annotations
@@ -32,8 +32,7 @@ __all__ = [
     "ParameterConflict",
     "public_path",
     "resolved_params",
-    "identity_params",
-    "IDENTITY_NEUTRAL",
+    "stated_params",
 ]
 
 #: Estimator parameters that the runner sets (seeds, verbosity, the loss itself).
@@ -102,31 +101,18 @@ def resolved_params(estimator) -> dict:
     return {name: _canonical(value) for name, value in sorted(params.items())}
 
 
-#: Parameters added to an estimator after records of it were stored, each with the value
-#: that reproduces the fits made before it existed. A fit's identity
-#: (:func:`identity_params`) leaves such a parameter out while it holds that value, so
-#: that adding a parameter does not orphan every stored record. Add a parameter here
-#: when it is introduced; never a parameter whose default changed.
-IDENTITY_NEUTRAL: dict[str, dict[str, Any]] = {
-    "nescal_sklearn.NeSCalClassifier": {"categorical_embedding": False},
-}
-
-
-def identity_params(estimator) -> dict:
-    """:func:`resolved_params` without the :data:`IDENTITY_NEUTRAL` parameters at their
-    neutral value: what a fit's record key hashes.
+def stated_params(params: Mapping[str, Any]) -> dict:
+    """The estimator parameters a configuration states, in canonical form: what a fit's
+    record key holds (with the recipe, for ``NeSCalClassifier``), instead of every
+    resolved default, so that a default the library adds or changes leaves stored
+    records valid.
 
     Examples
     --------
-    >>> from nescal_sklearn import NeSCalClassifier
-    >>> "categorical_embedding" in identity_params(NeSCalClassifier())
-    False
-    >>> identity_params(NeSCalClassifier(categorical_embedding=True))["categorical_embedding"]
-    True
+    >>> stated_params({"hidden_sizes": (64, 64), "lr": 0.01})
+    {'hidden_sizes': [64, 64], 'lr': 0.01}
     """
-    params = resolved_params(estimator)
-    neutral = IDENTITY_NEUTRAL.get(public_path(type(estimator)), {})
-    return {k: v for k, v in params.items() if not (k in neutral and v == neutral[k])}
+    return {name: _canonical(value) for name, value in sorted(params.items())}
 
 
 class ParameterConflict(ValueError):
@@ -252,8 +238,8 @@ def _module_class(path: str, value: Any):
 class LossMethod(MethodKind):
     """``NeSCalClassifier`` trained with a registered loss (``nescal_sklearn.losses.LOSSES``).
 
-    The estimator is built with the loss *object* (``get_loss(ref)``), so that its
-    resolved parameters hold every loss default.
+    The estimator is built with the loss *name*, so that a setting the configuration
+    does not state comes from the configuration's recipe.
     """
 
     ref: str
@@ -315,37 +301,33 @@ class LossMethod(MethodKind):
 
     def build(self, params: Mapping[str, Any], seed: int):
         from ..estimator import NeSCalClassifier
-        from ..losses import get_loss
 
         params = dict(params)
         if "hidden_sizes" in params:
             params["hidden_sizes"] = tuple(params["hidden_sizes"])
         if "module" in params:
             params["module"] = _module_class("module", params["module"])
-        estimator = NeSCalClassifier(loss=get_loss(self.ref), random_state=seed)
+        estimator = NeSCalClassifier(loss=self.ref, random_state=seed)
         return estimator.set_params(**params)
 
     def check_estimator(self, estimator, where) -> None:
-        """The estimator's parameter checks, the loss's, and, for a neighbour loss, that
-        its warm-up ends within ``max_epochs`` (as ``NeSCalClassifier.fit`` requires)."""
-        super().check_estimator(estimator, where)
-        loss = estimator.loss
+        """Every check ``NeSCalClassifier.fit`` makes without data (``check_params``): the
+        parameters, the loss's, a fixed warm-up within ``max_epochs``, the freeze options."""
+        from ..estimator import get_recipe
+
         try:
-            loss.validate()
+            estimator.check_params()
         except (ValueError, TypeError) as exc:
-            raise ParameterConflict(None, str(exc)) from None
-        if not loss.uses_neighbours:
-            return
-        max_epochs = estimator.max_epochs
-        fixed = loss.warmup_epochs(max_epochs)
-        if fixed is not None and fixed >= max_epochs:
-            raise ParameterConflict(
-                "loss__warmup",
-                f"loss__warmup={loss.warmup!r} ends the warm-up at epoch {fixed + 1}, after the "
-                f"last of max_epochs={max_epochs} ({where('max_epochs')}): the neighbour graph "
-                "would never be built. Pass a shorter warmup, a fraction in [0, 1), or more "
-                "max_epochs.",
-            )
+            message = str(exc)
+            named = message.split("=", 1)[0].split(" ", 1)[0]
+            param = named if named in estimator.get_params() else None
+            if message.startswith("loss__warmup="):  # say where max_epochs comes from
+                param, max_epochs = "loss__warmup", estimator.max_epochs
+                if max_epochs is None:
+                    max_epochs = get_recipe(estimator.recipe).params["max_epochs"]
+                shown = f"max_epochs={max_epochs}"
+                message = message.replace(shown, f"{shown} ({where('max_epochs')})", 1)
+            raise ParameterConflict(param, message) from None
 
     @property
     def uses_neighbours(self) -> bool:

@@ -8,8 +8,9 @@ point is then fitted on the confirm seeds, whose test metrics are the reported
 results. A method with a single point skips the search.
 
 Every fit's key is the hash of its identity (:func:`fit_identity`), which holds the
-estimator's *resolved* parameters: a changed library default gives new keys (a newly
-added parameter at its neutral value does not: ``IDENTITY_NEUTRAL`` in ``_methods``).
+parameters the configuration states and, for ``NeSCalClassifier``, the recipe that fixes
+every other setting: a library default that changes later leaves the keys (and what the
+stored records mean) as they are.
 :class:`FitIndex` (``plan.json`` in a results folder) maps every fit a run may need
 to its key, so the report and ``compare`` find a run's records without importing
 torch.
@@ -25,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ._config import BenchmarkConfig
-from ._methods import MethodSpec, identity_params, public_path
+from ._methods import MethodSpec, public_path, stated_params
 from ._records import RECORD_FORMAT, identity_differences, record_key
 from ._sources import DataContext, DatasetSource
 from ._specs import Budget, CalibratorSpec, Splits
@@ -68,22 +69,31 @@ class FitTask:
 
 
 def fit_identity(
-    config: BenchmarkConfig, dataset: DatasetSource, method: MethodSpec, estimator, seed: int
+    config: BenchmarkConfig,
+    dataset: DatasetSource,
+    method: MethodSpec,
+    estimator,
+    params: dict,
+    seed: int,
 ) -> dict:
-    """What a fit's record key is the hash of (see :func:`~._records.record_key`)."""
-    from .. import __version__
+    """What a fit's record key is the hash of (see :func:`~._records.record_key`).
 
+    The parameters are those the configuration states (``params``; for a
+    ``NeSCalClassifier`` method they include the recipe, which fixes every other
+    setting), never the library's resolved defaults: a default that changes later cannot
+    change what a stored record means, nor orphan it.
+    """
     return {
         "dataset": dataset.identity(),
         "max_rows": config.budget.max_rows,
         "split": dataset.split_identity(config.splits),
         "method": method.name,
+        "kind": method.kind.to_json(),
         "estimator": public_path(type(estimator)),
-        "params": identity_params(estimator),
+        "params": stated_params(params),
         "seed": seed,
         "calibrators": [c.to_json() for c in config.calibrators],
         "conditions": [c.to_json() for c in config.conditions],
-        "nescal_sklearn": __version__,
         "threads": config.budget.threads,
     }
 
@@ -91,7 +101,8 @@ def fit_identity(
 def make_task(config: BenchmarkConfig, dataset, method, point, seed, stage) -> FitTask:
     """The fit of ``method`` at grid ``point`` on ``dataset`` with ``seed``."""
     estimator = method.build(point, config.budget, seed)
-    identity = fit_identity(config, dataset, method, estimator, seed)
+    params = method.estimator_params(point, config.budget)
+    identity = fit_identity(config, dataset, method, estimator, params, seed)
     return FitTask(
         key=record_key(identity),
         dataset=dataset,
@@ -100,7 +111,7 @@ def make_task(config: BenchmarkConfig, dataset, method, point, seed, stage) -> F
         seed=seed,
         stage=stage,
         estimator=estimator,
-        estimator_params=method.estimator_params(point, config.budget),
+        estimator_params=params,
         splits=config.splits,
         budget=config.budget,
         calibrators=config.calibrators,

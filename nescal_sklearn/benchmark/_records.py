@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 #: Version of the record layout and of the protocol; part of every key.
-RECORD_FORMAT = 2
+RECORD_FORMAT = 3
 
 
 def canonical_json(value: Any) -> str:
@@ -53,11 +53,11 @@ def record_key(identity: Mapping[str, Any]) -> str:
     """Stable hash (20 hex digits of SHA-256) of a fit's identity and :data:`RECORD_FORMAT`.
 
     The identity (built by the plan) holds the dataset source and its row cap, the
-    split settings, the method's name, the estimator's class and *resolved*
-    parameters (every default included, ``random_state`` being the seed), the seed,
-    the calibrators, the evaluation conditions, the ``nescal_sklearn`` version and
-    the thread count; key order does not matter. The reported metrics are not part
-    of it (every metric is recorded).
+    split settings, the method's name and kind, the estimator's class, the parameters
+    the configuration states (the recipe included, for ``NeSCalClassifier``), the
+    seed, the calibrators, the evaluation conditions and the thread count; key order
+    does not matter. Neither the library's version nor its defaults are part of it, and
+    neither are the reported metrics (every metric is recorded).
 
     Examples
     --------

@@ -236,7 +236,7 @@ def _intro(config, methods, stages, reported, results: RunResults) -> list:
         blocks.append(
             Paragraph(
                 f"{len(results.stale)} records in the folder were written under another key "
-                "(an earlier configuration, default or library version) and are ignored."
+                "(an earlier configuration, recipe or record format) and are ignored."
             )
         )
     return blocks

@@ -159,7 +159,11 @@ class Splits:
 
 @dataclass(frozen=True)
 class Budget:
-    """Training budget of the neural methods, a row cap for every dataset, threads per fit."""
+    """Training budget of the neural methods, a row cap for every dataset, threads per fit.
+
+    ``recipe`` is the configuration's top-level ``"recipe"``: the training recipe the
+    ``NeSCalClassifier`` methods take every setting the configuration does not state from.
+    """
 
     max_epochs: int | None = None
     patience: int | None = None
@@ -168,14 +172,17 @@ class Budget:
     max_rows: int | None = None
     threads: int = 1
     device: str | None = None
+    recipe: str | None = None
 
     def estimator_params(self) -> dict:
         """The ``NeSCalClassifier`` parameters the budget sets (the ones given)."""
-        names = ("max_epochs", "patience", "batch_size", "hidden_sizes", "device")
+        names = ("recipe", "max_epochs", "patience", "batch_size", "hidden_sizes", "device")
         return {name: getattr(self, name) for name in names if getattr(self, name) is not None}
 
     def to_json(self) -> dict:
+        """The ``"budget"`` section (the recipe is the configuration's own key)."""
         out = self.estimator_params()
+        out.pop("recipe", None)
         if "hidden_sizes" in out:
             out["hidden_sizes"] = list(out["hidden_sizes"])
         out["max_rows"] = self.max_rows

@@ -1,22 +1,31 @@
-"""The scikit-learn estimator: ``NeSCalClassifier``, its default MLP and tabular pipeline."""
+"""The scikit-learn estimator: ``NeSCalClassifier``, its training recipes, the tabular pipeline.
 
-from ._backbone import LR_SCHEDULES
-from ._classifier import NeSCalClassifier
-from ._layers import CategoricalEmbeddings, FrontScale, ParametricActivation, PBLDEmbeddings
-from ._module import MemberLinear, TabularMLP
-from ._pipeline import make_tabular_pipeline, make_tabular_preprocessor
-from ._scaling import RobustSmoothClipScaler
+Names are loaded on first use (PEP 562): the recipes (``RECIPES``, ``get_recipe``) can be
+read without importing torch.
+"""
 
-__all__ = [
-    "LR_SCHEDULES",
-    "CategoricalEmbeddings",
-    "FrontScale",
-    "MemberLinear",
-    "NeSCalClassifier",
-    "PBLDEmbeddings",
-    "ParametricActivation",
-    "RobustSmoothClipScaler",
-    "TabularMLP",
-    "make_tabular_pipeline",
-    "make_tabular_preprocessor",
-]
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._compat.lazy import lazy_exports
+
+_EXPORTS: dict[str, str] = {
+    "LATEST_RECIPE": "_recipes",
+    "LR_SCHEDULES": "_schedule",
+    "RECIPES": "_recipes",
+    "NeSCalClassifier": "_classifier",
+    "Recipe": "_recipes",
+    "get_recipe": "_recipes",
+    "make_tabular_pipeline": "_pipeline",
+}
+
+__all__ = sorted(_EXPORTS)
+
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
+
+if TYPE_CHECKING:  # pragma: no cover - for static analysers only
+    from ._classifier import NeSCalClassifier  # noqa: F401
+    from ._pipeline import make_tabular_pipeline  # noqa: F401
+    from ._recipes import LATEST_RECIPE, RECIPES, Recipe, get_recipe  # noqa: F401
+    from ._schedule import LR_SCHEDULES  # noqa: F401

@@ -1,24 +1,27 @@
 """skorch callbacks of NeSCal's training phases, one job each.
 
-* :class:`RefinedValidationLoss` records, every epoch, the validation NLL after the
-  temperature that is best on the validation rows (``valid_refined_loss``) and that
-  temperature (``valid_temperature``): the refinement stopping criterion;
+* :class:`ValidationNLL` records, every epoch, the validation NLL (``valid_nll``,
+  weighted when the validation rows are), the NLL after the temperature that is best
+  on those rows (``valid_refined_nll``) and that temperature (``valid_temperature``):
+  the two stopping criteria, under the callback's own history keys;
 * :class:`WarmupEnd` decides when the warm-up is over (a fixed epoch, or the
   plateau of the validation criterion for ``warmup="auto"``) and sets
   ``net.warmup_end_epoch_``;
 * :class:`BuildNeighbourhood` builds the graph at the start of that epoch and sets
   ``net.nescal_`` (the per-fit :class:`~nescal_sklearn.penalties.NeSCalRuntime`),
-  and with ``NeSCalLoss(cache="epoch")`` refills the neighbours' prediction cache at
-  the start of each later epoch;
+  and with ``cache="epoch"`` refills the neighbours' prediction cache at the start of
+  each later epoch;
 * :class:`PenaltySchedule` sets the runtime's weight for each epoch;
-* :class:`EarlyStoppingAfterWarmup` is skorch's ``EarlyStopping(load_best=True)`` on
-  either criterion, whose patience counts from the end of warm-up, and which stops by
-  raising
-  :class:`StopTraining` instead of ``KeyboardInterrupt`` (so that a real Ctrl-C is
-  never mistaken for a planned stop).
+* skorch's own ``EarlyStopping(load_best=True)``, unmodified and never stopping, keeps
+  the best epoch's weights and restores them at the end;
+* :class:`StopAfterPatience` ends training once the criterion has not improved for
+  ``patience`` epochs, counted from the end of the warm-up.
 
-They share state through those two documented attributes of the net (see
-:class:`NeSCalNet`), never through history keys or each other.
+They share state through the net's two documented attributes (``warmup_end_epoch_``,
+``nescal_``, see :class:`NeSCalNet`) and the history keys they record; none writes a
+key or an attribute of skorch's. Their order matters where one reads what another
+records in the same epoch: :func:`~NeSCalClassifier` lists them in the order the
+tests pin (``tests/test_fit_phases.py``).
 """
 
 from __future__ import annotations
@@ -35,36 +38,32 @@ from skorch.callbacks import Callback, EarlyStopping, PrintLog
 
 from ..losses import NeSCalLoss
 from ..metrics.logits import optimal_log_temperature, weighted_nll
-from ._net import StopTraining
 
 __all__ = [
     "CRITERIA",
     "BuildNeighbourhood",
-    "EarlyStoppingAfterWarmup",
     "PenaltySchedule",
     "PlainPrintLog",
-    "RefinedValidationLoss",
+    "StopAfterPatience",
+    "ValidationNLL",
     "WarmupEnd",
 ]
 
 #: Stopping criterion -> the history key it selects on (lower is better).
-CRITERIA = {"nll": "valid_loss", "refinement": "valid_refined_loss"}
+CRITERIA = {"nll": "valid_nll", "refinement": "valid_refined_nll"}
 
 
-class RefinedValidationLoss(Callback):
-    """Record the validation NLL after the best temperature on the validation rows.
+class ValidationNLL(Callback):
+    """Record the validation NLL, and the NLL after the best temperature on those rows.
 
     The validation pass's logits are collected batch by batch (no extra forward
-    pass); at the end of the epoch one temperature is fitted on them by NLL (the 1-D
-    search of :func:`nescal_sklearn.metrics.refinement_log_loss`) and the history
-    gets ``valid_refined_loss`` (the NLL at that temperature: the refinement loss),
-    ``valid_temperature`` and ``refinement_seconds`` (the solve's wall time).
-
-    With weighted validation rows (a ``"sample_weight"`` entry in the batch's dict
-    ``X``) the temperature is fitted on the weighted NLL, and ``valid_loss`` is
-    replaced by the weighted NLL of all validation rows, ``sum_i w_i l_i / sum_i w_i``
-    (skorch's own ``valid_loss`` averages batch means by batch size, which is that
-    only without weights).
+    pass). At the end of the epoch the history gets ``valid_nll``, the NLL of all
+    validation rows (``sum_i w_i l_i / sum_i w_i`` with weighted rows, a
+    ``"sample_weight"`` entry in the batch's dict ``X``); ``valid_refined_nll``, the NLL
+    after the one temperature fitted on them by NLL (the 1-D search of
+    :func:`nescal_sklearn.metrics.refinement_log_loss`: the refinement loss);
+    ``valid_temperature``; and ``refinement_seconds`` (the solve's wall time).
+    skorch's own ``valid_loss`` is left as skorch records it.
     """
 
     def on_epoch_begin(self, net, **kwargs) -> None:
@@ -88,9 +87,8 @@ class RefinedValidationLoss(Callback):
         weights = torch.cat(self.weights_).numpy().astype(np.float64) if self.weights_ else None
         result = optimal_log_temperature(logits, targets, weights)
         self.logits_, self.targets_, self.weights_ = [], [], []
-        if weights is not None:
-            net.history.record("valid_loss", weighted_nll(logits, targets, weights))
-        net.history.record("valid_refined_loss", result.nll)
+        net.history.record("valid_nll", weighted_nll(logits, targets, weights))
+        net.history.record("valid_refined_nll", result.nll)
         net.history.record("valid_temperature", result.temperature)
         net.history.record("refinement_seconds", time.perf_counter() - start)
 
@@ -109,18 +107,13 @@ class WarmupEnd(Callback):
         The best warm-up epoch's module weights are then restored, so the penalised
         epochs start from the base loss's optimum (the epochs the later warm-up took
         stay spent). The optimizer state is deliberately *not* rolled back with
-        them: the penalised epochs continue with the optimizer's latest moments.
-        Restoring the optimizer state too was measured on the main study
-        (``benchmarks/configs/nescal_study.json``, 19 datasets, confirm seeds 3-5):
-        it cut the default's median change in test NLL after temperature scaling
-        against cross-entropy from -0.87 % (13/19 lower) to -0.28 % (10/19), and the
-        soft target's with a per-dataset weight from -1.03 % (14/19) to -0.28 %
-        (12/19).
+        them: the penalised epochs continue with the optimizer's latest moments
+        (``docs/nescal_on_tabular.md`` has the measurement behind this choice).
     patience : int
         Patience of the ``auto`` warm-up.
-    monitor : str, default="valid_loss"
+    monitor : str, default="valid_nll"
         History key of the criterion the ``auto`` warm-up watches (lower is better):
-        ``"valid_loss"`` (validation NLL) or ``"valid_refined_loss"`` (validation NLL
+        ``"valid_nll"`` (validation NLL) or ``"valid_refined_nll"`` (validation NLL
         after the best temperature), the same as early stopping's.
 
     Attributes
@@ -129,7 +122,7 @@ class WarmupEnd(Callback):
         1-based epoch whose checkpoint the ``auto`` warm-up restored.
     """
 
-    def __init__(self, warmup_epochs: int | None, patience: int, monitor: str = "valid_loss"):
+    def __init__(self, warmup_epochs: int | None, patience: int, monitor: str = "valid_nll"):
         self.warmup_epochs = warmup_epochs
         self.patience = patience
         self.monitor = monitor
@@ -185,6 +178,9 @@ class BuildNeighbourhood(Callback):
         Name of the layer whose input is the embedding (None: the last ``nn.Linear``).
     random_state : int
         Seed of the approximate search, reductions and the random-graph control.
+    n_neighbors : int or None, default=None
+        Neighbours per row, when the fit clamped the spec's ``n_neighbors``; None: the
+        spec's.
     """
 
     def __init__(
@@ -194,12 +190,14 @@ class BuildNeighbourhood(Callback):
         max_epochs: int,
         embedding_layer: str | None,
         random_state: int,
+        n_neighbors: int | None = None,
     ) -> None:
         self.loss = loss
         self.X_train = X_train
         self.max_epochs = max_epochs
         self.embedding_layer = embedding_layer
         self.random_state = random_state
+        self.n_neighbors = n_neighbors
 
     def on_epoch_begin(self, net, **kwargs) -> None:
         epoch = len(net.history) - 1
@@ -218,6 +216,7 @@ class BuildNeighbourhood(Callback):
             max_epochs=self.max_epochs,
             random_state=self.random_state,
             embedding_layer=self.embedding_layer,
+            n_neighbors=self.n_neighbors,
         )
         net.history.record("graph_seconds", net.nescal_.build_seconds)
 
@@ -231,58 +230,51 @@ class PenaltySchedule(Callback):
         net.history.record("penalty_weight", weight)
 
 
-class EarlyStoppingAfterWarmup(EarlyStopping):
-    """skorch's ``EarlyStopping(load_best=True)`` on a validation criterion, gated by warm-up.
+class StopAfterPatience(Callback):
+    """End training once the criterion has not improved for ``patience`` epochs.
 
-    Every epoch's checkpoint competes for "best" (warm-up epochs too: a NeSCal run
-    whose penalty never improves the validation NLL returns its best warm-up
-    model, and ``NeSCalClassifier`` then warns). With ``wait_for_warmup`` the run
-    cannot stop before the penalty has been on for ``patience`` epochs: patience
-    counts from ``max(best epoch, net.warmup_end_epoch_)``.
+    "Improved" is what the best-epoch keeper (skorch's ``EarlyStopping``, which must
+    come before this callback) counts as an improvement: the epochs without one are
+    the epochs since its ``best_epoch_``. With ``after_warmup`` (neighbour losses) they
+    count only from the start of the first penalised epoch, ``net.warmup_end_epoch_``,
+    so the penalty always gets ``patience`` epochs. Training ends as skorch's own
+    callbacks end it, by raising ``KeyboardInterrupt``, after setting ``stopped_``
+    (so that the estimator can tell this stop from a user's Ctrl-C).
 
     Parameters
     ----------
     patience : int
-        Epochs without a relative improvement of ``threshold`` before stopping.
-    wait_for_warmup : bool, default=False
-        Gate stopping on ``net.warmup_end_epoch_`` (neighbour losses).
-    threshold : float, default=1e-4
-        Relative improvement that counts.
-    monitor : str, default="valid_loss"
-        History key of the criterion: ``"valid_loss"`` (validation NLL) or
-        ``"valid_refined_loss"`` (after the best temperature, :class:`RefinedValidationLoss`).
+        Epochs without improvement before stopping.
+    keeper : skorch.callbacks.EarlyStopping
+        The best-epoch keeper whose ``best_epoch_`` (1-based) this callback reads.
+    after_warmup : bool, default=False
+        Count only from ``net.warmup_end_epoch_`` (no stop before it is set).
+
+    Attributes
+    ----------
+    stopped_ : bool
+        Whether this callback ended training.
     """
 
-    def __init__(
-        self,
-        patience: int,
-        wait_for_warmup: bool = False,
-        threshold: float = 1e-4,
-        monitor: str = "valid_loss",
-    ):
-        super().__init__(
-            monitor=monitor,
-            patience=patience,
-            threshold=threshold,
-            threshold_mode="rel",
-            lower_is_better=True,
-            load_best=True,
-        )
-        self.wait_for_warmup = wait_for_warmup
+    def __init__(self, patience: int, keeper: EarlyStopping, after_warmup: bool = False) -> None:
+        self.patience = patience
+        self.keeper = keeper
+        self.after_warmup = after_warmup
+
+    def on_train_begin(self, net, **kwargs) -> None:
+        self.stopped_ = False
 
     def on_epoch_end(self, net, **kwargs) -> None:
-        if self.wait_for_warmup:
-            # skorch stops when ``misses_`` reaches ``patience``: counting misses only
-            # from the end of warm-up makes that ``epoch - max(best, start) >= patience``.
-            start = net.warmup_end_epoch_
-            epoch = len(net.history) - 1
-            self.misses_ = -1 if start is None else min(self.misses_, epoch - start - 1)
-        try:
-            super().on_epoch_end(net, **kwargs)
-        except KeyboardInterrupt:
-            if self.misses_ == self.patience:  # skorch's stop, not a Ctrl-C
-                raise StopTraining from None
-            raise
+        epoch = len(net.history)  # 1-based, as the keeper's best_epoch_
+        misses = epoch - self.keeper.best_epoch_
+        if self.after_warmup:
+            start = net.warmup_end_epoch_  # 0-based index of the first penalised epoch
+            if start is None:
+                return
+            misses = min(misses, epoch - 1 - start)
+        if misses >= self.patience:
+            self.stopped_ = True
+            raise KeyboardInterrupt  # skorch's way to end the loop; restores run after it
 
 
 _ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")

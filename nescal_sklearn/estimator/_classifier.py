@@ -4,53 +4,44 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import math
 import numbers
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 import torch
 from scipy.special import softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
-from sklearn.model_selection import train_test_split
-from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import (
-    _check_sample_weight,
-    check_is_fitted,
-    column_or_1d,
-    validate_data,
-)
-from skorch.callbacks import PassthroughScoring, ProgressBar
+from sklearn.utils.validation import check_is_fitted, validate_data
+from skorch.callbacks import EarlyStopping, PassthroughScoring, ProgressBar
 from skorch.dataset import Dataset
 from skorch.helper import predefined_split
 from threadpoolctl import threadpool_limits
 from torch import nn
 
 from ..exceptions import PenaltyInactiveWarning
-from ..losses import TrainingLoss, get_loss
-from ..penalties import ensemble_logits
-from ._backbone import (
-    LR_SCHEDULES,
-    ColumnScaler,
-    lr_scheduler,
-    numeric_columns,
-    one_hot_groups,
-)
+from ..losses import LOSSES, TrainingLoss, get_loss
+from ..nn import build_module, ensemble_logits
+from ..preprocessing import ColumnLayout
 from ._callbacks import (
     CRITERIA,
     BuildNeighbourhood,
-    EarlyStoppingAfterWarmup,
     PenaltySchedule,
     PlainPrintLog,
-    RefinedValidationLoss,
+    StopAfterPatience,
+    ValidationNLL,
     WarmupEnd,
 )
+from ._fit_data import FitData, prepare_fit_data
 from ._freeze import Unfreeze, check_freeze_patterns, resolve_frozen
-from ._module import build_module
-from ._net import NeSCalNet, TrainingInterrupted
+from ._net import NeSCalNet
+from ._recipes import BEFORE_RECIPES, RECIPES, get_recipe
+from ._schedule import LR_SCHEDULES, lr_scheduler
 
 __all__ = ["NeSCalClassifier"]
 
@@ -64,20 +55,31 @@ AUTO_WARMUP_FALLBACK = 0.3
 #: Rows per forward pass in ``predict``, ``predict_proba`` and ``decision_function``.
 PREDICT_BATCH_ROWS = 8192
 
+#: Parameters that default to None and take their value from the recipe.
+RECIPE_PARAMS = (
+    "hidden_sizes",
+    "dropout",
+    "activation",
+    "lr_schedule",
+    "max_epochs",
+    "batch_size",
+    "lr",
+    "weight_decay",
+    "early_stopping",
+    "validation_fraction",
+    "patience",
+)
+
+#: Deprecated parameters of the default network -> where they live now.
+DEPRECATED_MODULE_OPTIONS = ("n_members", "numeric_embedding", "categorical_embedding")
+
+#: Integer parameters, which refuse a bool (True is an ``int`` to Python).
+INT_PARAMS = ("max_epochs", "batch_size", "patience", "unfreeze_at", "n_threads")
+
 
 def _plain(value):
     """A numpy scalar as the Python number or string it holds (for error messages)."""
     return value.item() if isinstance(value, np.generic) else value
-
-
-def _training_weights(weights: np.ndarray | None) -> np.ndarray | None:
-    """Training-row weights scaled to mean 1, as float32; None when they are all equal.
-
-    Equal weights are the unweighted objective exactly, so they take its code path.
-    """
-    if weights is None or np.all(weights == weights[0]):
-        return None
-    return (weights / weights.mean()).astype(np.float32)
 
 
 def _epoch_history(history):
@@ -108,150 +110,128 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
     (:class:`~nescal_sklearn.exceptions.PenaltyInactiveWarning`) and
     ``penalty_status_`` says so.
 
+    **Recipes.** Every training parameter below whose default is None takes its value
+    from a *recipe*: a named, dated, frozen set of settings
+    (:data:`~nescal_sklearn.estimator.RECIPES`). ``recipe=None`` is the newest, today
+    ``"2026-12-04"``: 256 epochs at lr 3e-3 under a flat-then-cosine schedule, every
+    epoch trained and the one best on the held-out rows kept, MLP 256-256 with ReLU
+    and dropout 0.1, batches of 256, weight decay 1e-4. A loss given by name
+    (``loss="nescal"``) takes the recipe's settings for that loss. A parameter set
+    explicitly wins over the recipe. A better default is a new recipe, never a change
+    of an old one, so ``NeSCalClassifier(recipe="2026-12-04")`` always trains the same
+    way; ``params_`` holds what a fit used.
+
     Design: the class *composes* a skorch ``NeuralNet`` (built in ``fit``, dropped
-    after it) instead of subclassing skorch's classifier. That keeps the scikit-learn
-    contract exact — ``__init__`` stores only this class's parameters, ``clone`` and
-    ``GridSearchCV`` see a flat, documented parameter list, fitted state ends in
-    ``_`` — while skorch supplies the training loop, callbacks and ``history``.
+    after it) instead of subclassing skorch's classifier, so that ``__init__`` stores
+    only this class's parameters and fitted state ends in ``_``; skorch supplies the
+    training loop, callbacks and ``history``.
 
     Parameters
     ----------
     loss : str or TrainingLoss, default="nescal"
         The training objective: a registered name (``"nescal"``, ``"ce"``, and the
-        baselines in :data:`nescal_sklearn.losses.LOSSES`) or a loss object. Its
-        hyperparameters are nested parameters, e.g. ``loss__n_neighbors``.
+        baselines in :data:`nescal_sklearn.losses.LOSSES`) or a loss object (used as
+        it is). Its hyperparameters are nested parameters, e.g. ``loss__n_neighbors``.
+    recipe : str or None, default=None
+        The training recipe the None-valued parameters take their values from (a key
+        of :data:`~nescal_sklearn.estimator.RECIPES`); None: the newest.
     module : None, torch.nn.Module subclass or instance, default=None
-        The network. ``None`` builds :class:`TabularMLP` from ``hidden_sizes``,
-        ``dropout`` and ``activation``. A class is instantiated with
-        ``module_kwargs`` plus ``n_features``/``n_classes`` when its ``__init__``
-        takes them. An instance is deep-copied at each ``fit`` (its initial weights
-        are the starting point). The module maps a float32 batch (n, n_features) to
-        logits (n, n_classes).
+        The network. ``None`` builds :class:`~nescal_sklearn.nn.TabularMLP` from
+        ``hidden_sizes``, ``dropout``, ``activation`` and ``module_kwargs``. A class is
+        instantiated with ``module_kwargs`` plus ``n_features``/``n_classes`` when its
+        ``__init__`` takes them. An instance is deep-copied at each ``fit``. The module
+        maps a float32 batch (n, n_features) to logits (n, n_classes), or to
+        (n, k, n_classes) for an ensemble of k members (members train on every row and
+        predict as the mean of their probabilities).
     module_kwargs : dict or None, default=None
-        Keyword arguments of the module class (or extra ones of ``TabularMLP``).
-    hidden_sizes : tuple of int, default=(256, 256)
-        Hidden widths of the default MLP.
-    dropout : float, default=0.1
-        Dropout of the default MLP.
-    activation : {"relu", "gelu", "silu", "tanh", "selu", "mish"}, default="relu"
-        Hidden activation of the default MLP.
-    n_members : int, default=1
-        Members of the default MLP's built-in ensemble: ``k > 1`` trains ``k``
-        independent MLPs in one fit, as one network with stacked weights
-        (:class:`MemberLinear`: one batched matrix product per layer), each on every
-        batch, each paying its own loss (and NeSCal penalty); predictions are the
-        mean of the members' probabilities. Training and ``predict_proba`` cost
-        grow about linearly with ``k`` (docs/backbone.md measures it). A module of
-        your own is an ensemble when it returns logits of shape (n, k, n_classes)
-        (TabM, for instance): the same rules apply to it.
-    numeric_embedding : {None, "periodic", "pbld"}, default=None
-        Default MLP only. ``"periodic"``: each numeric column passes through a
-        periodic embedding (Gorishniy et al. 2022, ``rtdl_num_embeddings``'
-        ``PeriodicEmbeddings``, ``lite=False``) before the MLP; ``"pbld"``: through
-        RealMLP's :class:`PBLDEmbeddings` (4 values per column). The embedded columns
-        are those with more than two distinct values among the training rows (so
-        one-hot and binary columns are left as they are).
-    numeric_scaling : {None, "robust"}, default=None
-        ``"robust"``: RealMLP's robust scaling and smooth clipping
-        (:class:`RobustSmoothClipScaler`) of the numeric columns (more than two
-        distinct values among the training rows), fitted on the training rows and
-        applied inside the estimator at fit and predict time. Robust scaling is
-        affine invariant, so after :func:`make_tabular_pipeline`'s standard scaling
-        this is the same as ``make_tabular_pipeline(numeric_scaling="robust")``;
-        here it is one parameter of the classifier (a grid can search it). None:
-        the inputs as given.
-    categorical_embedding : bool, default=False
-        Default MLP only. True: each one-hot encoded categorical feature of at least
-        10 categories (a run of adjacent 0/1 columns with exactly one 1 per training
-        row, as ``make_tabular_pipeline`` produces) gets a learned embedding of 8
-        values (:class:`CategoricalEmbeddings`, as RealMLP embeds its categorical
-        features of more than 9 categories); smaller ones stay one-hot. The groups
-        found are the fitted attribute ``categorical_groups_``.
-    lr_schedule : {"constant", "cosine", "flat_cosine"}, default="flat_cosine"
-        Learning-rate multiplier per epoch over ``max_epochs``: constant, cosine
-        decay from 1 to 0, or flat for the first half then cosine to 0 (as
-        RealMLP's schedule, flat then decaying). Parameters unfrozen by
-        ``unfreeze_at`` keep their ``unfreeze_lr``.
+        Keyword arguments of the module class. For the default network, the options of
+        :class:`~nescal_sklearn.nn.TabularMLP` (``n_members``, ``numeric_embedding``,
+        ``front_scale``, ``parametric_activation``, ...), plus
+        ``categorical_embedding=True``: a learned embedding for each one-hot encoded
+        feature of at least 10 categories. Both embeddings act on the columns of the
+        layout (``categorical_features``) unless ``embedded_features`` or
+        ``categorical_groups`` say otherwise.
+    hidden_sizes : tuple of int or None, default=None
+        Hidden widths of the default network (recipe: ``(256, 256)``).
+    dropout : float or None, default=None
+        Dropout of the default network (recipe: 0.1).
+    activation : {"relu", "gelu", "silu", "tanh", "selu", "mish"} or None, default=None
+        Hidden activation of the default network (recipe: ``"relu"``).
+    categorical_features : ColumnLayout, sequence of sequences of int, or None, default=None
+        The column layout of ``X``, declared: a
+        :class:`~nescal_sklearn.preprocessing.ColumnLayout` (a fitted
+        :func:`~nescal_sklearn.make_tabular_preprocessor`'s ``column_layout_``), or the
+        one-hot groups, each the list of columns that encode one categorical feature
+        (every other column is numeric). None: when an option needs the layout, it is
+        read from the training rows' values (columns with more than two distinct values
+        are numeric; runs of adjacent 0/1 columns with one 1 per row are one-hot
+        groups), which misreads a ``drop="first"`` encoding and adjacent indicator
+        columns that sum to 1.
     embedding_layer : str or None, default=None
         Name (as in ``module.named_modules()``) of the layer whose *input* is the
-        embedding used for the neighbour graph. None: the name the module gives
-        in its ``embedding_layer_name`` attribute (the default MLP's output layer),
-        else the last ``nn.Linear``.
-    max_epochs : int, default=256
-        Training budget in epochs.
-    batch_size : int, default=256
-        Mini-batch size.
-    lr : float, default=3e-3
-        AdamW learning rate.
-    weight_decay : float, default=1e-4
-        AdamW weight decay.
-    early_stopping : {"nll", "refinement"} or bool, default="nll"
-        Hold out ``validation_fraction`` of the rows (stratified), watch a
-        criterion on them, and restore the epoch where it was best at the end
-        (training stops early when it has not improved for ``patience`` epochs;
-        with ``patience=None``, the default, every epoch is trained). ``"nll"`` (or ``True``): the validation NLL. ``"refinement"``:
-        the validation NLL after the temperature that is best on the validation rows
-        of that epoch (:func:`~nescal_sklearn.metrics.refinement_log_loss`; Berta et
-        al., 2025), i.e. the epoch that is best once it is temperature-scaled; use it
-        when the model will be calibrated post hoc (:class:`CalibratedTemperature`),
-        since the raw NLL stops training before the refinement loss is lowest.
-        NeSCal's ``warmup="auto"`` watches the same criterion. ``False``: train for
-        ``max_epochs`` on all rows. Patience counts from the end of NeSCal's warm-up.
-        Held-out rows never enter the neighbour graph.
-    validation_fraction : float, default=0.2
-        Fraction held out for early stopping.
-    patience : int or None, default=None
-        Early-stopping patience in epochs. None: never stop early; train for
-        ``max_epochs`` and restore the epoch that was best on the validation rows
-        (best-epoch selection, as RealMLP trains). ``patience=10`` is the cheaper
-        preset: it stops about 7 times sooner on the backbone study's datasets, at
-        about 1 % higher test NLL after temperature scaling (docs/backbone.md).
+        embedding used for the neighbour graph. None: the name the module gives in its
+        ``embedding_layer_name`` attribute (the default network's output layer), else
+        the last ``nn.Linear``.
+    max_epochs : int or None, default=None
+        Training budget in epochs (recipe: 256).
+    batch_size : int or None, default=None
+        Mini-batch size (recipe: 256).
+    lr : float or None, default=None
+        AdamW learning rate (recipe: 3e-3).
+    weight_decay : float or None, default=None
+        AdamW weight decay (recipe: 1e-4).
+    lr_schedule : {"constant", "cosine", "flat_cosine"} or None, default=None
+        Learning-rate multiplier per epoch over ``max_epochs``: constant, cosine
+        decay from 1 to 0, or flat for the first half then cosine to 0 (recipe:
+        ``"flat_cosine"``). Parameters unfrozen by ``unfreeze_at`` keep ``unfreeze_lr``.
+    early_stopping : {"nll", "refinement"}, bool or None, default=None
+        Hold out ``validation_fraction`` of the rows (stratified) or use ``X_val``,
+        watch a criterion on them, and restore the epoch where it was best at the end.
+        ``"nll"`` (or True): the validation NLL. ``"refinement"``: the validation NLL
+        after the temperature that is best on those rows that epoch
+        (:func:`~nescal_sklearn.metrics.refinement_log_loss`; Berta et al., 2025), for
+        a model that will be calibrated post hoc. NeSCal's ``warmup="auto"`` watches
+        the same criterion. False: train ``max_epochs`` on all rows. Held-out rows never
+        enter the neighbour graph. Recipe: ``"nll"``.
+    validation_fraction : float or None, default=None
+        Fraction held out for early stopping (recipe: 0.2).
+    patience : int, False or None, default=None
+        Stop once the criterion has not improved for ``patience`` epochs (counted from
+        the end of NeSCal's warm-up); False: never stop early, train ``max_epochs`` and
+        restore the best epoch. Recipe: False.
     mixup : float, default=0.0
         When > 0, mixup with Beta(mixup, mixup) coefficients: inputs and targets of
-        each batch are mixed with a random permutation of it (the loss is the
-        convex combination of the losses on both targets).
+        each batch are mixed with a random permutation of it.
     class_weight : dict, "balanced" or None, default=None
-        Weights of the classes, as in scikit-learn's classifiers: ``{label: weight}``,
-        or ``"balanced"`` (``n_samples / (n_classes * np.bincount(y))`` on the ``y``
-        passed to ``fit``). Multiplied into ``sample_weight``; see ``fit`` for how
-        weights enter training, early stopping and the temperature.
+        Weights of the classes, as in scikit-learn's classifiers; multiplied into
+        ``sample_weight``.
     freeze : list of str or None, default=None
-        fnmatch patterns (case-sensitive) of module or parameter names, as in
-        ``module.named_modules()`` / ``named_parameters()``, e.g. ``["encoder*"]``:
-        the parameters they match (or that live in a submodule they match) are not
-        trained. The optimizer is given only the other parameters, and the frozen
-        submodules stay in eval mode while training (BatchNorm statistics fixed,
-        Dropout off), so a pretrained encoder is used exactly as it was saved. A
-        pattern that matches nothing raises. The neighbour graph is built on the
-        ``embedding_layer`` input as usual: with an encoder followed by a head,
-        ``embedding_layer="head"`` is the encoder's output.
+        fnmatch patterns of module or parameter names (e.g. ``["encoder*"]``) whose
+        parameters are not trained; their submodules stay in eval mode while training.
+        A pattern that matches nothing raises.
     unfreeze_at : int or None, default=None
-        With ``freeze``: the 1-based epoch from which every parameter trains
-        (fine-tuning). The formerly frozen parameters join the optimizer as a new
-        parameter group. None: frozen to the end.
+        With ``freeze``: the 1-based epoch from which every parameter trains.
     unfreeze_lr : float or None, default=None
-        Learning rate of the formerly frozen parameters from ``unfreeze_at`` on
-        (often lower than ``lr``); None: ``lr``.
+        Learning rate of the formerly frozen parameters from ``unfreeze_at`` on;
+        None: ``lr``.
     n_threads : int or None, default=1
-        Torch intra-op and BLAS/OpenMP threads during ``fit``, ``predict``,
-        ``predict_proba`` and ``decision_function`` (set with
-        ``torch.set_num_threads`` and threadpoolctl, and restored afterwards); None
-        leaves the process's settings alone. The default 1 is the safe choice on a
-        shared CPU: on 2 cores a lone fit at torch's default 2 threads was 1.4×
-        faster on an idle machine but 7× slower while other processes used the cores,
-        and ``GridSearchCV(n_jobs=2)`` 1.65× slower (``benchmarks/threads.py``;
-        ``docs/nescal.md``, "Threads"). Pass None or more threads for a lone fit of a
-        large network on an idle machine.
+        Torch intra-op and BLAS/OpenMP threads during ``fit`` and prediction (set, then
+        restored); None leaves the process's settings alone. One thread per fit keeps
+        parallel fits from oversubscribing the cores (``docs/nescal.md``, "Threads").
     device : str, default="cpu"
         Torch device for training ("cpu", "cuda", "cuda:1", ...). The fitted network
-        stays on it and predicts there; a pickled model is stored on the CPU and
-        unpickles there (move ``module_`` to predict elsewhere). Prediction never
-        moves the network, so concurrent ``predict`` calls are safe.
+        stays on it and predicts there; a pickled model unpickles on the CPU.
     random_state : int, RandomState instance or None, default=None
         Seeds the split, weight initialisation, shuffling, dropout, the graph and
-        mixup. With an int, fits on the CPU are identical.
+        mixup. With an int, fits on the CPU at the same ``n_threads`` are identical.
     verbose : int, default=0
         0: silent; 1: skorch's per-epoch table; 2: also a progress bar per epoch.
+    n_members, numeric_embedding, categorical_embedding : deprecated
+        Options of the default network: pass them in ``module_kwargs``. Removed in the
+        next release.
+    numeric_scaling : deprecated
+        ``"robust"`` scales the numeric columns inside the estimator; use
+        ``make_tabular_pipeline(numeric_scaling="robust")``. Removed in the next release.
 
     Attributes
     ----------
@@ -261,24 +241,35 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         Number of features seen in ``fit``.
     feature_names_in_ : ndarray of str
         Column names, when ``X`` was a DataFrame with string column names.
+    recipe_ : str
+        Name of the recipe the fit used.
+    params_ : mapping
+        The training settings the fit used: the recipe's, overridden by the
+        parameters set explicitly.
     module_ : torch.nn.Module
         The trained network (in eval mode, on the training device).
-    input_scaler_ : ColumnScaler or None
-        The fitted ``numeric_scaling`` of the inputs (None without it).
-    categorical_groups_ : list of list of int
-        The one-hot groups that ``categorical_embedding`` embeds (column indices of
-        each); empty without it.
     loss_ : TrainingLoss
-        The objective used (a validated copy of ``loss``; a spec, so it holds no
-        graph or cache).
+        The objective used (a spec: it holds no graph or cache, and ``fit`` never
+        changes it; see ``warmup_`` and ``n_neighbors_``).
+    warmup_ : int, "auto" or None
+        NeSCal's warm-up as trained: ``"auto"``, or its fixed length in epochs (the
+        0.3 fraction of ``max_epochs`` that ``"auto"`` falls back to without
+        validation rows, with a warning). None for losses without a graph.
+    n_neighbors_ : int or None
+        Neighbours per row in the graph as built (a default too large for the data is
+        clamped, with a warning). None for losses without a graph.
+    column_layout_ : ColumnLayout or None
+        The column layout the network's options used (declared or read from the
+        values); None when none was needed.
+    input_scaler_ : ColumnScaler or None
+        The fitted deprecated ``numeric_scaling`` (None without it).
     history_ : skorch.history.History
-        Per-epoch log: ``train_loss``, ``valid_loss`` (validation NLL),
-        ``valid_refined_loss`` and ``valid_temperature`` (validation NLL after the
-        best temperature on those rows, and that temperature: both curves are logged
-        with either stopping criterion), ``train_penalty``, ``penalty_weight``,
-        ``graph_seconds`` (at the graph epoch), ``cache_seconds`` (the cache
-        refill of ``loss__cache="epoch"``), ``unfrozen`` (at ``unfreeze_at``),
-        ``warmup_restored_epoch`` (``auto`` warm-up), ``dur``.
+        Per-epoch log: ``train_loss``, ``valid_nll`` (validation NLL),
+        ``valid_refined_nll`` and ``valid_temperature`` (after the best temperature on
+        those rows, and that temperature), ``train_penalty``, ``penalty_weight``,
+        ``graph_seconds``, ``cache_seconds``, ``unfrozen``,
+        ``warmup_restored_epoch``, ``event_lr``, ``dur`` (and skorch's own
+        ``valid_loss``).
     n_epochs_ : int
         Epochs run.
     best_epoch_ : int or None
@@ -288,9 +279,8 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
     penalty_status_ : {"penalised", "no_graph", "warmup_checkpoint"} or None
         For a neighbour loss (NeSCal): ``"penalised"`` when the returned weights
         were trained with the penalty; ``"no_graph"`` when the warm-up never ended
-        within ``max_epochs`` (no graph, plain base-loss training);
-        ``"warmup_checkpoint"`` when early stopping restored an epoch from before
-        the graph (no penalised epoch beat it). None for other losses.
+        within ``max_epochs``; ``"warmup_checkpoint"`` when early stopping restored an
+        epoch from before the graph. None for other losses.
 
     Examples
     --------
@@ -304,29 +294,29 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
     ... ).fit(X, y)
     >>> clf.predict_proba(X[:2]).shape
     (2, 3)
+    >>> clf[-1].recipe_, clf[-1].params_["lr"]
+    ('2026-12-04', 0.003)
 
     """
 
     _parameter_constraints: dict = {
         "loss": [TrainingLoss, str],
+        "recipe": [None, StrOptions(set(RECIPES))],
         "module": [None, type, nn.Module],
         "module_kwargs": [None, dict],
-        "hidden_sizes": ["array-like"],
-        "dropout": [Interval(numbers.Real, 0.0, 1.0, closed="left")],
-        "activation": [StrOptions({"relu", "gelu", "silu", "tanh", "selu", "mish"})],
-        "n_members": [Interval(numbers.Integral, 1, None, closed="left")],
-        "numeric_embedding": [None, StrOptions({"periodic", "pbld"})],
-        "numeric_scaling": [None, StrOptions({"robust"})],
-        "categorical_embedding": ["boolean"],
-        "lr_schedule": [StrOptions(set(LR_SCHEDULES))],
+        "hidden_sizes": [None, "array-like"],
+        "dropout": [None, Interval(numbers.Real, 0.0, 1.0, closed="left")],
+        "activation": [None, StrOptions({"relu", "gelu", "silu", "tanh", "selu", "mish"})],
+        "categorical_features": [None, ColumnLayout, list, tuple, np.ndarray],
         "embedding_layer": [None, str],
-        "max_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
-        "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
-        "lr": [Interval(numbers.Real, 0.0, None, closed="neither")],
-        "weight_decay": [Interval(numbers.Real, 0.0, None, closed="left")],
-        "early_stopping": [StrOptions({"nll", "refinement"}), "boolean"],
-        "validation_fraction": [Interval(numbers.Real, 0.0, 1.0, closed="neither")],
-        "patience": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "max_epochs": [None, Interval(numbers.Integral, 1, None, closed="left")],
+        "batch_size": [None, Interval(numbers.Integral, 1, None, closed="left")],
+        "lr": [None, Interval(numbers.Real, 0.0, None, closed="neither")],
+        "weight_decay": [None, Interval(numbers.Real, 0.0, None, closed="left")],
+        "lr_schedule": [None, StrOptions(set(LR_SCHEDULES))],
+        "early_stopping": [None, StrOptions({"nll", "refinement"}), "boolean"],
+        "validation_fraction": [None, Interval(numbers.Real, 0.0, 1.0, closed="neither")],
+        "patience": [None, Interval(numbers.Integral, 1, None, closed="left"), "boolean"],
         "mixup": [Interval(numbers.Real, 0.0, None, closed="left")],
         "class_weight": [None, dict, StrOptions({"balanced"})],
         "freeze": [None, list, tuple],
@@ -336,30 +326,35 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         "device": [str, torch.device],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
+        "n_members": [
+            StrOptions({"deprecated"}),
+            Interval(numbers.Integral, 1, None, closed="left"),
+        ],
+        "numeric_embedding": [StrOptions({"deprecated", "periodic", "pbld"}), None],
+        "numeric_scaling": [StrOptions({"deprecated", "robust"}), None],
+        "categorical_embedding": [StrOptions({"deprecated"}), "boolean"],
     }
 
     def __init__(
         self,
         loss: str | TrainingLoss = "nescal",
         *,
+        recipe: str | None = None,
         module: type[nn.Module] | nn.Module | None = None,
         module_kwargs: dict | None = None,
-        hidden_sizes: Sequence[int] = (256, 256),
-        dropout: float = 0.1,
-        activation: str = "relu",
-        n_members: int = 1,
-        numeric_embedding: str | None = None,
-        numeric_scaling: str | None = None,
-        categorical_embedding: bool = False,
-        lr_schedule: str = "flat_cosine",
+        hidden_sizes: Sequence[int] | None = None,
+        dropout: float | None = None,
+        activation: str | None = None,
+        categorical_features: ColumnLayout | Sequence[Sequence[int]] | None = None,
         embedding_layer: str | None = None,
-        max_epochs: int = 256,
-        batch_size: int = 256,
-        lr: float = 3e-3,
-        weight_decay: float = 1e-4,
-        early_stopping: str | bool = "nll",
-        validation_fraction: float = 0.2,
-        patience: int | None = None,
+        max_epochs: int | None = None,
+        batch_size: int | None = None,
+        lr: float | None = None,
+        weight_decay: float | None = None,
+        lr_schedule: str | None = None,
+        early_stopping: str | bool | None = None,
+        validation_fraction: float | None = None,
+        patience: int | bool | None = None,
         mixup: float = 0.0,
         class_weight: dict | str | None = None,
         freeze: Sequence[str] | None = None,
@@ -369,23 +364,25 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         device: str = "cpu",
         random_state: int | np.random.RandomState | None = None,
         verbose: int = 0,
+        n_members="deprecated",
+        numeric_embedding="deprecated",
+        numeric_scaling="deprecated",
+        categorical_embedding="deprecated",
     ) -> None:
         self.loss = loss
+        self.recipe = recipe
         self.module = module
         self.module_kwargs = module_kwargs
         self.hidden_sizes = hidden_sizes
         self.dropout = dropout
         self.activation = activation
-        self.n_members = n_members
-        self.numeric_embedding = numeric_embedding
-        self.numeric_scaling = numeric_scaling
-        self.categorical_embedding = categorical_embedding
-        self.lr_schedule = lr_schedule
+        self.categorical_features = categorical_features
         self.embedding_layer = embedding_layer
         self.max_epochs = max_epochs
         self.batch_size = batch_size
         self.lr = lr
         self.weight_decay = weight_decay
+        self.lr_schedule = lr_schedule
         self.early_stopping = early_stopping
         self.validation_fraction = validation_fraction
         self.patience = patience
@@ -398,6 +395,10 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
+        self.n_members = n_members
+        self.numeric_embedding = numeric_embedding
+        self.numeric_scaling = numeric_scaling
+        self.categorical_embedding = categorical_embedding
 
     # ------------------------------------------------------------------ fitting
     def fit(
@@ -405,28 +406,33 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
     ) -> NeSCalClassifier:
         """Train the network on ``X`` (n_samples, n_features) and labels ``y``.
 
+        The steps, in order: check the parameters and resolve them against the recipe;
+        prepare the data (:func:`prepare_fit_data`); build the network and check that
+        it maps the rows to one logit per class; train; check that the result is
+        finite; then set the fitted attributes. A fit that raises (a Ctrl-C included)
+        leaves the estimator unfitted.
+
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
             Numeric features (use :func:`make_tabular_pipeline` for mixed types).
         y : array-like of shape (n_samples,)
-            Class labels of any type.
+            Class labels, all numbers or all strings.
         sample_weight : array-like of shape (n_samples,) or None, default=None
             Non-negative weight of each row (times ``class_weight``). Each training
-            row's loss is weighted: the base loss and the penalty's term of the row
-            itself (its neighbours' cached predictions are what they are). The
-            weights of the training rows are scaled to mean 1, so a constant weight
-            is the unweighted fit exactly, and an integer weight acts as that many
-            copies of the row in expectation (a mini-batch holds one copy; the
-            loss is ``mean_i w_i l_i``). Rows held out for early stopping keep their
-            weights there: the stopping criterion and ``warmup="auto"`` watch the
-            weighted validation NLL (``sum_i w_i l_i / sum_i w_i``, and the
-            temperature of ``early_stopping="refinement"`` is fitted on it).
-            Zero-weight training rows still take part in the neighbour graph.
+            row's loss is weighted (the base loss and the penalty's term of the row
+            itself); the weights of the training rows are scaled to mean 1, so a
+            constant weight is the unweighted fit exactly and an integer weight acts as
+            that many copies of the row in expectation. Held-out rows keep their
+            weights: early stopping and ``warmup="auto"`` watch the weighted validation
+            NLL. Zero-weight training rows still take part in the neighbour graph.
+            Weights that are zero on every training row, or on every held-out row,
+            raise.
         X_val, y_val : array-like or None, default=None
             Validation rows for early stopping, used instead of holding out
             ``validation_fraction`` of ``X`` (as in scikit-learn's
-            ``HistGradientBoostingClassifier.fit``). Ignored without early stopping.
+            ``HistGradientBoostingClassifier.fit``); refused with
+            ``early_stopping=False``.
         sample_weight_val : array-like of shape (n_val_samples,) or None, default=None
             Weights of ``X_val`` (times ``class_weight``).
 
@@ -434,167 +440,156 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         -------
         self : NeSCalClassifier
         """
-        self._validate_params()
-        self._check_module_options()
-        freeze = check_freeze_patterns(self.freeze)
-        self._check_unfreeze(freeze)
+        self._forget_fit()
+        settings = self.check_params()
+        loss, freeze = settings["loss"], settings["freeze"]
         with self._thread_limits():
-            return self._fit(X, y, sample_weight, X_val, y_val, sample_weight_val, freeze)
-
-    def _fit(self, X, y, sample_weight, X_val, y_val, sample_weight_val, freeze):
-        loss = self._validated_loss()
-        X, y = validate_data(self, X, y, dtype=np.float32, ensure_min_samples=2)
-        check_classification_targets(y)
-        encoder = LabelEncoder().fit(y)
-        self.classes_ = encoder.classes_
-        if len(self.classes_) < 2:
-            raise ValueError(
-                "NeSCalClassifier needs samples of at least 2 classes in y; got 1 class: "
-                f"{_plain(self.classes_[0])!r}."
+            rng = check_random_state(self.random_state)
+            seed = int(rng.randint(np.iinfo(np.int32).max))
+            data = prepare_fit_data(
+                self, settings, X, y, sample_weight, X_val, y_val, sample_weight_val, rng
             )
-        y_enc = encoder.transform(y).astype(np.int64)
-        class_weights = self._class_weights(y)
-        weights = self._row_weights(sample_weight, X, y, class_weights, "sample_weight")
-        if weights is not None and np.unique(y_enc[weights > 0]).size < 2:
-            label = _plain(self.classes_[y_enc[weights > 0][0]])
-            raise ValueError(
-                "NeSCalClassifier needs samples of at least 2 classes with a positive weight; "
-                f"sample_weight (times class_weight) leaves only class {label!r}."
-            )
-        device = self._training_device()
-        rng = check_random_state(self.random_state)
-        seed = int(rng.randint(np.iinfo(np.int32).max))
-
-        if (X_val is None) != (y_val is None):
-            raise ValueError("X_val and y_val must be passed together; got only one of them.")
-        if sample_weight_val is not None and X_val is None:
-            raise ValueError(
-                "sample_weight_val weighs the rows of X_val; it was passed without X_val and y_val."
-            )
-        if X_val is not None and self.early_stopping:
-            X_valid = validate_data(self, X_val, dtype=np.float32, reset=False)
-            y_val = column_or_1d(y_val)
-            unknown = np.setdiff1d(y_val, self.classes_)
-            if len(unknown):
-                raise ValueError(
-                    f"y_val contains labels not seen in y: {unknown.tolist()!r}; classes are "
-                    f"{self.classes_.tolist()!r}."
+            plan = self._neighbour_plan(loss, settings, data)
+            device = self._training_device()
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(seed)
+                module = self._build_module(settings, data)
+                frozen = None if freeze is None else self._frozen_parts(module, freeze)
+                net, callbacks = self._build_net(
+                    module, loss, plan, settings, data, device, seed, frozen
                 )
-            w_valid = self._row_weights(
-                sample_weight_val, X_valid, y_val, class_weights, "sample_weight_val"
-            )
-            X_train, y_train, w_train = X, y_enc, weights
-            y_valid = encoder.transform(y_val).astype(np.int64)
-        else:
-            X_train, X_valid, y_train, y_valid, w_train, w_valid = self._split(
-                X, y_enc, weights, rng
-            )
-        # The columns both numeric options act on, from the training rows as given.
-        numeric = None
-        if self.numeric_scaling is not None or self.numeric_embedding is not None:
-            numeric = numeric_columns(X_train)
-        self.categorical_groups_ = (
-            one_hot_groups(X_train, min_size=CATEGORICAL_EMBEDDING_MIN_SIZE)
-            if self.categorical_embedding
-            else []
-        )
-        self.input_scaler_ = self._fit_input_scaler(X_train, numeric)
-        X_train = self._scale_inputs(X_train)
-        if X_valid is not None:
-            X_valid = self._scale_inputs(X_valid)
-        w_train = _training_weights(w_train)
-        w_valid = None if w_valid is None or np.all(w_valid == w_valid[0]) else w_valid
-        if w_valid is not None and not w_valid.sum() > 0:
-            raise ValueError(
-                "The sample weights of the validation rows sum to zero; the weighted "
-                "validation NLL that early stopping watches is undefined. Pass weights with "
-                "a positive weight among the validation rows, or early_stopping=False."
-            )
-        if loss.uses_neighbours:
-            loss = self._check_graph_fits(loss, len(X_train), X_valid is not None)
-
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            module = build_module(
-                self.module,
-                self.module_kwargs,
-                n_features=X.shape[1],
-                n_classes=len(self.classes_),
-                mlp_kwargs=self._mlp_kwargs(numeric),
-            )
-            frozen = None if freeze is None else self._frozen_parts(module, freeze)
-            net, callbacks = self._build_net(
-                module, loss, X_train, X_valid, y_valid, w_valid, device, seed, frozen
-            )
-            train_X = {"X": X_train, "index": np.arange(len(X_train), dtype=np.int64)}
-            if w_train is not None:
-                train_X["sample_weight"] = w_train
-            try:
-                net.fit(train_X, y_train)
-            except TrainingInterrupted as exc:
-                # A real Ctrl-C: no half-trained (or earlier) model is left as fitted.
-                for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("_")]:
-                    delattr(self, name)
-                raise KeyboardInterrupt(f"NeSCalClassifier.fit: {exc}") from None
-
-        self.loss_ = loss
-        self.module_ = net.module_.eval()
-        for param in self.module_.parameters():
-            param.requires_grad_(True)  # a frozen part is frozen for training only
-        self.history_ = _epoch_history(net.history)
-        self.n_epochs_ = len(net.history)
-        stopper = callbacks.get("early_stopping")
-        self.best_epoch_ = None if stopper is None else int(stopper.best_epoch_)
-        runtime = net.nescal_
-        self.graph_epoch_ = None if runtime is None else runtime.start_epoch + 1
-        net.nescal_ = None  # the graph and the cache are not kept
-        self.penalty_status_ = self._penalty_status(loss, callbacks.get("warmup_end"))
+                train_X = {"X": data.X_train, "index": np.arange(len(data.X_train))}
+                if data.w_train is not None:
+                    train_X["sample_weight"] = data.w_train
+                net.fit(train_X, data.y_train)
+                net.remove_frozen_hooks()
+            self._check_training_ended(net, callbacks, settings)
+            self._check_finite(net, data, settings)
+        self._set_fitted(net, callbacks, loss, plan, settings, data)
         return self
 
-    def _class_weights(self, y) -> dict | None:
-        """``class_weight`` as ``{label: weight}`` ("balanced" computed on ``y``)."""
-        if self.class_weight is None:
-            return None
-        classes = self.classes_.tolist()
-        if self.class_weight == "balanced":
-            counts = np.array([np.sum(y == label) for label in self.classes_])
-            return dict(zip(classes, len(y) / (len(classes) * counts), strict=True))
-        unknown = [k for k in self.class_weight if k not in set(classes)]
-        if unknown:
-            raise ValueError(
-                f"class_weight has labels that are not classes of y: "
-                f"{[_plain(k) for k in unknown]!r}; classes are {classes!r}."
+    def check_params(self) -> Mapping[str, Any]:
+        """Check the parameters without data, as ``fit`` does, and return its settings.
+
+        Runs scikit-learn's parameter constraints and every check that needs no data
+        (the loss's own, a fixed warm-up within ``max_epochs``, the freeze options), and
+        resolves the parameters against the recipe. A benchmark configuration calls it to
+        reject a bad method before any fit.
+
+        Returns
+        -------
+        mapping
+            The settings a fit would use: the recipe's values overridden by the
+            parameters set (the keys of ``params_``), plus ``"recipe"``, ``"loss"`` (the
+            loss object) and the internal ones.
+
+        Raises
+        ------
+        ValueError, TypeError
+            Naming the parameter and the value.
+
+        Examples
+        --------
+        >>> from nescal_sklearn import NeSCalClassifier
+        >>> NeSCalClassifier(recipe="2026-12-02").check_params()["lr"]
+        0.001
+        """
+        settings = dict(self._resolved_settings())
+        freeze = check_freeze_patterns(self.freeze)
+        self._check_freeze_options(freeze, settings)
+        settings.update(freeze=freeze, loss=self._resolved_loss(settings))
+        return MappingProxyType(settings)
+
+    def _forget_fit(self) -> None:
+        """Remove every fitted attribute (of an earlier fit): the estimator is unfitted."""
+        for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("_")]:
+            delattr(self, name)
+
+    def _resolved_settings(self) -> Mapping[str, Any]:
+        """The training settings of this fit: the recipe's, then the parameters set.
+
+        Validates the parameters (scikit-learn's constraints, and what they cannot say)
+        and turns the deprecated ones into their new form, with a ``FutureWarning``.
+        """
+        self._validate_params()
+        for name in INT_PARAMS:
+            value = getattr(self, name)
+            if isinstance(value, bool) and not (name == "patience" and value is False):
+                raise ValueError(f"{name} must be an int, not a bool; got {value!r}.")
+        recipe = get_recipe(self.recipe)
+        settings = {
+            name: (
+                getattr(self, name)
+                if getattr(self, name) is not None
+                else recipe.params.get(name, BEFORE_RECIPES.get(name))
             )
-        for label, value in self.class_weight.items():
-            if not (isinstance(value, numbers.Real) and np.isfinite(value) and value >= 0):
+            for name in RECIPE_PARAMS
+        }
+        if not isinstance(settings["early_stopping"], str):
+            settings["early_stopping"] = "nll" if settings["early_stopping"] else False
+        settings["hidden_sizes"] = self._checked_hidden_sizes(settings["hidden_sizes"])
+        module_kwargs = dict(self.module_kwargs or {})
+        for name in DEPRECATED_MODULE_OPTIONS:
+            value = getattr(self, name)
+            if isinstance(value, str) and value == "deprecated":
+                continue
+            if self.module is not None:
                 raise ValueError(
-                    f"class_weight[{_plain(label)!r}] must be a finite number >= 0; got {value!r}."
+                    f"{name}={value!r} configures the default network (module=None), but "
+                    f"module={self.module!r} was given. Configure your module instead: an "
+                    "ensemble module returns logits of shape (n, n_members, n_classes)."
                 )
-        return {label: float(self.class_weight.get(label, 1.0)) for label in classes}
-
-    def _row_weights(self, sample_weight, X, y, class_weights, name: str) -> np.ndarray | None:
-        """``sample_weight`` times the class weights of ``y`` (None when neither is given)."""
-        weights = None
-        if sample_weight is not None:
-            try:
-                weights = _check_sample_weight(
-                    sample_weight, X, dtype=np.float64, ensure_non_negative=True
-                )
-            except ValueError as exc:
-                raise ValueError(f"{name}: {exc}") from None
-            if not np.all(np.isfinite(weights)):
-                raise ValueError(f"{name} must be finite; got a non-finite weight.")
-        if class_weights is not None:
-            per_class = np.array([class_weights[label] for label in y.tolist()], dtype=np.float64)
-            weights = per_class if weights is None else weights * per_class
-        if weights is not None and not weights.sum() > 0:
-            raise ValueError(
-                f"{name} sums to zero (times class_weight): sample weights must contain at "
-                "least one non-zero number."
+            if isinstance(value, bool) and name == "n_members":
+                raise ValueError(f"n_members must be an int, not a bool; got {value!r}.")
+            warnings.warn(
+                f"NeSCalClassifier({name}=...) is deprecated and will be removed in the next "
+                f"release; pass module_kwargs={{{name!r}: {value!r}}} instead.",
+                FutureWarning,
+                stacklevel=3,
             )
-        return weights
+            module_kwargs.setdefault(name, value)
+        numeric_scaling = None
+        if not (isinstance(self.numeric_scaling, str) and self.numeric_scaling == "deprecated"):
+            numeric_scaling = self.numeric_scaling
+            warnings.warn(
+                "NeSCalClassifier(numeric_scaling=...) is deprecated and will be removed in "
+                "the next release; scale in the preprocessing instead: "
+                "make_tabular_pipeline(numeric_scaling='robust').",
+                FutureWarning,
+                stacklevel=3,
+            )
+        uses_layout = self.module is None and (
+            module_kwargs.get("numeric_embedding") is not None
+            or bool(module_kwargs.get("categorical_embedding"))
+        )
+        settings.update(
+            recipe=recipe.name,
+            module_kwargs=MappingProxyType(module_kwargs),
+            class_weight=self.class_weight,
+            categorical_features=self.categorical_features,
+            numeric_scaling=numeric_scaling,
+            needs_layout=uses_layout or numeric_scaling is not None,
+        )
+        return MappingProxyType(settings)
 
-    def _check_unfreeze(self, freeze) -> None:
+    @staticmethod
+    def _checked_hidden_sizes(sizes) -> tuple[int, ...]:
+        entries = list(sizes) if isinstance(sizes, list | tuple | np.ndarray) else None
+        if entries is None or not all(
+            isinstance(h, numbers.Integral) and not isinstance(h, bool) and h >= 1 for h in entries
+        ):
+            shown = [_plain(h) for h in entries] if entries is not None else sizes
+            raise ValueError(
+                "hidden_sizes must be a sequence of ints >= 1 (the width of each hidden "
+                f"layer; () for none); got {shown!r}."
+            )
+        return tuple(int(h) for h in entries)
+
+    def _check_freeze_options(self, freeze, settings: Mapping[str, Any]) -> None:
+        if freeze == ():
+            raise ValueError(
+                "freeze=[] freezes nothing; pass freeze=None, or patterns of the parts to freeze."
+            )
         if self.unfreeze_at is not None and freeze is None:
             raise ValueError(
                 f"unfreeze_at={self.unfreeze_at!r} unfreezes the parameters that freeze "
@@ -605,12 +600,146 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
                 f"unfreeze_lr={self.unfreeze_lr!r} is the learning rate from unfreeze_at on, "
                 "but unfreeze_at=None; pass unfreeze_at too."
             )
-        if self.unfreeze_at is not None and self.unfreeze_at > self.max_epochs:
+        max_epochs = settings["max_epochs"]
+        if self.unfreeze_at is not None and self.unfreeze_at > max_epochs:
             raise ValueError(
                 f"unfreeze_at={self.unfreeze_at} is after the last of "
-                f"max_epochs={self.max_epochs}: nothing would be unfrozen. Pass an epoch "
-                f"<= {self.max_epochs}, or unfreeze_at=None to stay frozen."
+                f"max_epochs={max_epochs}: nothing would be unfrozen. Pass an epoch "
+                f"<= {max_epochs}, or unfreeze_at=None to stay frozen."
             )
+
+    def _resolved_loss(self, settings: Mapping[str, Any]) -> TrainingLoss:
+        """The loss object: a name with the recipe's settings for it, or a copy of the
+        object given. Validated; never changed by the fit."""
+        if isinstance(self.loss, str):
+            loss = get_loss(self.loss)
+            loss.set_params(**get_recipe(settings["recipe"]).loss_params.get(self.loss, {}))
+        else:
+            loss = clone(get_loss(self.loss))
+        loss.validate()
+        if loss.uses_neighbours and loss.warmup != "auto":
+            fixed, max_epochs = loss.warmup_epochs(settings["max_epochs"]), settings["max_epochs"]
+            if fixed >= max_epochs:
+                raise ValueError(
+                    f"loss__warmup={loss.warmup!r} ends the warm-up at epoch {fixed + 1}, "
+                    f"after the last of max_epochs={max_epochs}: the neighbour graph would "
+                    "never be built. Pass a shorter warmup, a fraction in [0, 1), or more "
+                    "max_epochs."
+                )
+        return loss
+
+    def _neighbour_plan(
+        self, loss: TrainingLoss, settings: Mapping[str, Any], data: FitData
+    ) -> Mapping[str, Any] | None:
+        """NeSCal's warm-up and neighbour count as this fit will train them.
+
+        The spec is not changed: what differs from it (the ``auto`` warm-up without
+        validation rows, a default ``n_neighbors`` too large for the data) is returned,
+        announced with a warning, and recorded as ``warmup_`` and ``n_neighbors_``.
+        """
+        if not loss.uses_neighbours:
+            return None
+        max_epochs = settings["max_epochs"]
+        warmup: int | str = "auto"
+        if loss.warmup == "auto" and data.X_valid is None:
+            warmup = int(AUTO_WARMUP_FALLBACK * max_epochs)
+            warnings.warn(
+                "loss__warmup='auto' ends the warm-up where the validation NLL stops "
+                "improving, but early_stopping=False holds out no validation rows; the "
+                f"warm-up falls back to {AUTO_WARMUP_FALLBACK} of max_epochs ({warmup} "
+                "epochs, warmup_). Pass an int or float warmup to silence this warning.",
+                UserWarning,
+                stacklevel=3,
+            )
+        elif loss.warmup != "auto":
+            warmup = loss.warmup_epochs(max_epochs)
+        n_train = len(data.X_train)
+        held = (
+            f" after holding out validation_fraction={settings['validation_fraction']}"
+            if data.held_out
+            else ""
+        )
+        n_neighbors = loss.n_neighbors
+        if n_train < n_neighbors + 1 and isinstance(self.loss, str) and n_train >= 2:
+            n_neighbors = n_train - 1
+            warnings.warn(
+                f"loss__n_neighbors={loss.n_neighbors} (the recipe's value for "
+                f"loss={self.loss!r}) needs at least {loss.n_neighbors + 1} training rows; got "
+                f"{n_train}{held}. Using {n_neighbors} neighbours instead (recorded as "
+                "n_neighbors_); pass loss__n_neighbors explicitly to choose.",
+                UserWarning,
+                stacklevel=3,
+            )
+        if n_train < n_neighbors + 1:
+            raise ValueError(
+                f"loss__n_neighbors={loss.n_neighbors} needs at least {loss.n_neighbors + 1} "
+                f"training rows; got {n_train}{held}."
+            )
+        return MappingProxyType({"warmup": warmup, "n_neighbors": n_neighbors})
+
+    def _build_module(self, settings: Mapping[str, Any], data: FitData) -> nn.Module:
+        """The network, checked on two training rows: one logit per class and member."""
+        n_classes = len(data.classes)
+        mlp_kwargs: dict[str, Any] = {
+            "hidden_sizes": settings["hidden_sizes"],
+            "dropout": settings["dropout"],
+            "activation": settings["activation"],
+        }
+        kwargs = dict(settings["module_kwargs"])
+        if self.module is None:
+            layout = data.layout
+            if kwargs.get("numeric_embedding") is not None:
+                kwargs.setdefault("embedded_features", list(layout.numeric))
+                if not kwargs["embedded_features"]:
+                    warnings.warn(
+                        f"module_kwargs numeric_embedding={kwargs['numeric_embedding']!r} "
+                        "finds no numeric column to embed in the layout (every column "
+                        "is one-hot or binary); the network sees the columns as they are.",
+                        UserWarning,
+                        stacklevel=4,
+                    )
+            if kwargs.pop("categorical_embedding", False):
+                kwargs.setdefault(
+                    "categorical_groups",
+                    [
+                        list(group)
+                        for group in layout.groups
+                        if len(group) >= CATEGORICAL_EMBEDDING_MIN_SIZE
+                    ],
+                )
+        module = build_module(
+            self.module,
+            kwargs,
+            n_features=data.n_features_in,
+            n_classes=n_classes,
+            mlp_kwargs=mlp_kwargs,
+        )
+        probe = torch.as_tensor(data.X_train[:2])
+        was_training = module.training
+        module.eval()
+        try:
+            with torch.no_grad():
+                out = module(probe)
+        except Exception as exc:  # the module's own error, on rows of the data's width
+            raise ValueError(
+                f"module {type(module).__name__} failed on a batch of X's rows "
+                f"({data.n_features_in} columns): {type(exc).__name__}: {exc}"
+            ) from exc
+        finally:
+            module.train(was_training)
+        if not isinstance(out, torch.Tensor) or out.dim() not in (2, 3):
+            shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+            raise ValueError(
+                f"module {type(module).__name__} must return logits of shape (n, n_classes) "
+                f"or (n, n_members, n_classes); got {shape} for a batch of {len(probe)} rows."
+            )
+        if out.shape[-1] != n_classes:
+            raise ValueError(
+                f"module {type(module).__name__} returns {out.shape[-1]} logits per row, but "
+                f"y has {n_classes} classes {data.classes.tolist()!r}; the output width "
+                "must be the number of classes."
+            )
+        return module
 
     def _frozen_parts(self, module, freeze):
         frozen = resolve_frozen(module, freeze)
@@ -622,6 +751,177 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
                 "unfrozen."
             )
         return frozen
+
+    def _build_net(
+        self, module, loss, plan, settings, data: FitData, device, seed, frozen
+    ) -> tuple[NeSCalNet, dict]:
+        """The skorch net and its callbacks, in the order they must run each epoch.
+
+        The order is pinned by a test: the validation criterion is recorded before the
+        warm-up and the best-epoch keeper read it, and the keeper updates its best
+        epoch before :class:`StopAfterPatience` counts from it.
+        """
+        max_epochs = settings["max_epochs"]
+        criterion = settings["early_stopping"]
+        validated = data.X_valid is not None
+        monitor = CRITERIA[criterion] if validated else None
+        callbacks: dict = {}
+        if validated:
+            callbacks["validation_nll"] = ValidationNLL()
+        if plan is not None:
+            fixed = None if plan["warmup"] == "auto" else plan["warmup"]
+            callbacks["warmup_end"] = WarmupEnd(fixed, loss.warmup_patience, monitor=monitor)
+            callbacks["build_neighbourhood"] = BuildNeighbourhood(
+                loss,
+                torch.as_tensor(data.X_train),
+                max_epochs,
+                self.embedding_layer,
+                seed,
+                n_neighbors=plan["n_neighbors"],
+            )
+        callbacks["penalty_schedule"] = PenaltySchedule()
+        callbacks["train_penalty"] = PassthroughScoring(name="train_penalty", on_train=True)
+        train_split = None
+        if validated:
+            valid_X = (
+                data.X_valid
+                if data.w_valid is None
+                else {"X": data.X_valid, "sample_weight": data.w_valid}
+            )
+            train_split = predefined_split(Dataset(valid_X, data.y_valid))
+            keeper = EarlyStopping(
+                monitor=monitor,
+                patience=max_epochs + 1,  # never stops: it keeps and restores the best
+                threshold=1e-4,
+                threshold_mode="rel",
+                lower_is_better=True,
+                load_best=True,
+            )
+            callbacks["best_epoch"] = keeper
+            if settings["patience"] is not False:
+                callbacks["stop_after_patience"] = StopAfterPatience(
+                    settings["patience"], keeper, after_warmup=plan is not None
+                )
+        if frozen is not None and self.unfreeze_at is not None:
+            lr = settings["lr"] if self.unfreeze_lr is None else self.unfreeze_lr
+            callbacks["unfreeze"] = Unfreeze(self.unfreeze_at, lr)
+        if settings["lr_schedule"] != "constant":
+            callbacks["lr_schedule"] = lr_scheduler(settings["lr_schedule"], max_epochs)
+        if self.verbose >= 2:
+            callbacks["progress_bar"] = ProgressBar()
+        net = NeSCalNet(
+            module=module,
+            criterion=nn.CrossEntropyLoss,  # required by skorch; get_loss computes the loss
+            optimizer=torch.optim.AdamW,
+            lr=settings["lr"],
+            optimizer__weight_decay=settings["weight_decay"],
+            max_epochs=max_epochs,
+            batch_size=settings["batch_size"],
+            iterator_train__shuffle=True,
+            train_split=train_split,
+            callbacks=list(callbacks.items()),
+            device=device,
+            verbose=int(self.verbose >= 1),
+            training_loss=loss,
+            mixup=self.mixup,
+            mixup_seed=seed,
+            frozen=frozen,
+        )
+        net.set_params(callbacks__print_log=PlainPrintLog() if self.verbose else None)
+        return net, callbacks
+
+    def _check_training_ended(self, net, callbacks: dict, settings: Mapping[str, Any]) -> None:
+        """Raise ``KeyboardInterrupt`` when a Ctrl-C, not the budget or patience, ended it.
+
+        skorch ends its loop on any ``KeyboardInterrupt`` and returns normally; training
+        ran to its end when the last epoch completed (``dur`` recorded) and either the
+        budget was spent or :class:`StopAfterPatience` stopped it.
+        """
+        history = net.history
+        completed = len(history) > 0 and "dur" in history[-1]
+        stopper = callbacks.get("stop_after_patience")
+        stopped = stopper is not None and stopper.stopped_
+        if completed and (len(history) == settings["max_epochs"] or stopped):
+            return
+        raise KeyboardInterrupt(
+            f"NeSCalClassifier.fit: training interrupted in epoch {len(history)}"
+        )
+
+    def _check_finite(self, net, data: FitData, settings: Mapping[str, Any]) -> None:
+        """Refuse non-finite weights or predictions; warn when a diverged run was rescued
+        by restoring an earlier, finite epoch."""
+        module = net.module_
+        finite = all(bool(torch.isfinite(p).all()) for p in module.parameters())
+        if finite:
+            was_training = module.training
+            module.eval()
+            with torch.no_grad():
+                device = next(module.parameters(), torch.empty(0)).device
+                for chunk in torch.split(torch.as_tensor(data.X_train), PREDICT_BATCH_ROWS):
+                    if not bool(torch.isfinite(module(chunk.to(device))).all()):
+                        finite = False
+                        break
+            module.train(was_training)
+        if not finite:
+            raise ValueError(
+                "Training produced non-finite parameter weights or predictions (the training "
+                f"loss by epoch: {_rounded(net.history[:, 'train_loss'])}). The input data "
+                "may contain large values and need to be preprocessed, or lr="
+                f"{settings['lr']!r} is too large for this data."
+            )
+        losses = [row.get("train_loss") for row in net.history]
+        diverged = [i + 1 for i, v in enumerate(losses) if v is None or not math.isfinite(v)]
+        if diverged:
+            warnings.warn(
+                f"Training diverged: the training loss was not finite from epoch "
+                f"{diverged[0]} on; the returned model is the best finite epoch early "
+                f"stopping kept. Lower lr (lr={settings['lr']!r}) or scale the inputs.",
+                UserWarning,
+                stacklevel=3,
+            )
+
+    def _set_fitted(self, net, callbacks: dict, loss, plan, settings, data: FitData) -> None:
+        """Set every fitted attribute, once training has succeeded."""
+        self.classes_ = data.classes
+        self.n_features_in_ = data.n_features_in
+        if data.feature_names_in is not None:
+            self.feature_names_in_ = data.feature_names_in
+        self.recipe_ = settings["recipe"]
+        self.params_ = MappingProxyType(
+            {name: settings[name] for name in (*RECIPE_PARAMS, "module_kwargs")}
+        )
+        self.loss_ = loss
+        self.warmup_ = None if plan is None else plan["warmup"]
+        self.n_neighbors_ = None if plan is None else plan["n_neighbors"]
+        self.column_layout_ = data.layout
+        self.input_scaler_ = data.scaler
+        module = net.module_.eval()
+        for param in module.parameters():
+            param.requires_grad_(True)  # a frozen part is frozen for training only
+        self.module_ = module
+        self.history_ = _epoch_history(net.history)
+        self.n_epochs_ = len(net.history)
+        keeper = callbacks.get("best_epoch")
+        self.best_epoch_ = None if keeper is None else int(keeper.best_epoch_)
+        runtime = net.nescal_
+        self.graph_epoch_ = None if runtime is None else runtime.start_epoch + 1
+        net.nescal_ = None  # the graph and the cache are not kept
+        warmup = callbacks.get("warmup_end")
+        self.penalty_status_ = _penalty_status(
+            loss,
+            self.graph_epoch_,
+            self.best_epoch_,
+            None if warmup is None else warmup.restored_epoch_,
+            settings,
+            criterion_name=self._criterion_name(settings),
+        )
+
+    @staticmethod
+    def _criterion_name(settings: Mapping[str, Any]) -> str:
+        """The stopping criterion in words, for messages."""
+        if settings["early_stopping"] == "refinement":
+            return "validation NLL after temperature scaling"
+        return "validation NLL"
 
     @contextlib.contextmanager
     def _thread_limits(self) -> Iterator[None]:
@@ -637,151 +937,6 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         finally:
             torch.set_num_threads(previous)
 
-    def _check_graph_fits(self, loss: TrainingLoss, n_train: int, held_out: bool) -> TrainingLoss:
-        """Explicit NeSCal settings that cannot work on this fit raise here.
-
-        With ``loss`` given by name (default settings), a ``n_neighbors`` the training
-        rows cannot hold is clamped to ``n_train - 1`` with a warning instead, so that
-        the default estimator fits any data a scikit-learn classifier accepts.
-        """
-        held = (
-            f" after holding out validation_fraction={self.validation_fraction}" if held_out else ""
-        )
-        if n_train < loss.n_neighbors + 1 and isinstance(self.loss, str) and n_train >= 2:
-            warnings.warn(
-                f"loss__n_neighbors={loss.n_neighbors} (the default of loss={self.loss!r}) "
-                f"needs at least {loss.n_neighbors + 1} training rows; got {n_train}{held}. "
-                f"Using loss__n_neighbors={n_train - 1} instead; pass loss__n_neighbors "
-                "explicitly to choose.",
-                UserWarning,
-                stacklevel=4,
-            )
-            loss.set_params(n_neighbors=n_train - 1)
-        if n_train < loss.n_neighbors + 1:
-            raise ValueError(
-                f"loss__n_neighbors={loss.n_neighbors} needs at least {loss.n_neighbors + 1} "
-                f"training rows; got {n_train}{held}."
-            )
-        fixed = loss.warmup_epochs(self.max_epochs)
-        if fixed is not None and fixed >= self.max_epochs:
-            raise ValueError(
-                f"loss__warmup={loss.warmup!r} ends the warm-up at epoch {fixed + 1}, after "
-                f"the last of max_epochs={self.max_epochs}: the neighbour graph would never "
-                "be built. Pass a shorter warmup, a fraction in [0, 1), or more max_epochs."
-            )
-        return loss
-
-    def _penalty_status(self, loss: TrainingLoss, warmup) -> str | None:
-        """Whether the returned weights were trained with the penalty; warn when not."""
-        if not loss.uses_neighbours:
-            return None
-        if self.graph_epoch_ is None:
-            why = (
-                "the warm-up never ended (warmup='auto' ends it once the "
-                f"{self._criterion_name()} has not improved for warmup_patience={loss.warmup_patience} epochs, and "
-                f"max_epochs={self.max_epochs} ran out first), so the neighbour graph was "
-                "never built"
-            )
-            status = "no_graph"
-        elif self.best_epoch_ is not None and self.best_epoch_ < self.graph_epoch_:
-            restored = (
-                ""
-                if warmup is None or warmup.restored_epoch_ is None
-                else (f" (the auto warm-up's optimum, restored at epoch {warmup.restored_epoch_})")
-            )
-            why = (
-                f"early stopping restored epoch {self.best_epoch_}{restored}, before the "
-                f"graph was built at epoch {self.graph_epoch_}: no penalised epoch had a "
-                f"lower {self._criterion_name()}"
-            )
-            status = "warmup_checkpoint"
-        else:
-            return "penalised"
-        base = loss.base_loss if isinstance(loss.base_loss, str) else type(loss.base_loss).__name__
-        warnings.warn(
-            "NeSCalClassifier returned a model trained without the smoothing penalty, i.e. "
-            f"plain {base!r} training: {why}. penalty_status_={status!r}.",
-            PenaltyInactiveWarning,
-            stacklevel=4,
-        )
-        return status
-
-    def _validated_loss(self) -> TrainingLoss:
-        loss = clone(get_loss(self.loss))
-        loss.validate()
-        if loss.uses_neighbours and loss.warmup == "auto" and not self.early_stopping:
-            warnings.warn(
-                "loss__warmup='auto' ends the warm-up where the validation NLL stops "
-                "improving, but early_stopping=False holds out no validation rows; the "
-                f"warm-up falls back to {AUTO_WARMUP_FALLBACK} of max_epochs. Pass an int "
-                "or float warmup to silence this warning.",
-                UserWarning,
-                stacklevel=4,
-            )
-            loss.set_params(warmup=AUTO_WARMUP_FALLBACK)
-        return loss
-
-    def _validate_params(self) -> None:
-        """scikit-learn's parameter constraints, plus the entries of ``hidden_sizes``."""
-        super()._validate_params()
-        self._hidden_sizes()
-
-    def _hidden_sizes(self) -> tuple[int, ...]:
-        sizes = self.hidden_sizes
-        entries = list(sizes) if isinstance(sizes, (list, tuple, np.ndarray)) else None
-        if entries is None or not all(
-            isinstance(h, numbers.Integral) and not isinstance(h, bool) and h >= 1 for h in entries
-        ):
-            shown = [_plain(h) for h in entries] if entries is not None else sizes
-            raise ValueError(
-                "hidden_sizes must be a sequence of ints >= 1 (the width of each hidden "
-                f"layer; () for none); got {shown!r}."
-            )
-        return tuple(int(h) for h in entries)
-
-    def _mlp_kwargs(self, numeric: list[int] | None) -> dict:
-        kwargs = {
-            "hidden_sizes": self._hidden_sizes(),
-            "dropout": self.dropout,
-            "activation": self.activation,
-        }
-        if self.n_members != 1:
-            kwargs["n_members"] = int(self.n_members)
-        if self.numeric_embedding is not None:
-            kwargs["numeric_embedding"] = self.numeric_embedding
-            kwargs["embedded_features"] = numeric
-        if self.categorical_groups_:
-            kwargs["categorical_groups"] = self.categorical_groups_
-        return kwargs
-
-    def _fit_input_scaler(
-        self, X_train: np.ndarray, numeric: list[int] | None
-    ) -> ColumnScaler | None:
-        if self.numeric_scaling is None:
-            return None
-        return ColumnScaler(numeric).fit(X_train)
-
-    def _scale_inputs(self, X: np.ndarray) -> np.ndarray:
-        scaler = getattr(self, "input_scaler_", None)
-        return X if scaler is None else scaler.transform(X)
-
-    def _check_module_options(self) -> None:
-        """The default MLP's backbone options cannot reach a module of the user's own."""
-        if self.module is None:
-            return
-        for name, default in (
-            ("n_members", 1),
-            ("numeric_embedding", None),
-            ("categorical_embedding", False),
-        ):
-            value = getattr(self, name)
-            if value != default:
-                raise ValueError(
-                    f"{name}={value!r} configures the default MLP (module=None), but module="
-                    f"{self.module!r} was given. Configure your module instead: an ensemble "
-                    "module returns logits of shape (n, n_members, n_classes)."
-                )
-
     def _training_device(self) -> torch.device:
         try:
             device = torch.device(self.device)
@@ -794,128 +949,35 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"device={self.device!r} was requested but CUDA is not available.")
         return device
 
-    def _criterion(self) -> str | None:
-        """``"nll"``, ``"refinement"`` or None (no early stopping); ``True`` is ``"nll"``."""
-        if isinstance(self.early_stopping, str):
-            return self.early_stopping
-        return "nll" if self.early_stopping else None
-
-    def _criterion_name(self) -> str:
-        """The stopping criterion in words, for messages."""
-        if self._criterion() == "refinement":
-            return "validation NLL after temperature scaling"
-        return "validation NLL"
-
-    def _split(self, X, y, weights, rng):
-        if not self.early_stopping:
-            return X, None, y, None, weights, None
-        counts = np.bincount(y, minlength=len(self.classes_))
-        n_valid = int(np.ceil(self.validation_fraction * len(y)))
-        if counts.min() < 2:
-            raise ValueError(
-                f"early_stopping={self.early_stopping!r} holds out validation_fraction="
-                f"{self.validation_fraction} "
-                "of the rows stratified by class, which needs at least 2 rows of every class; "
-                f"class {_plain(self.classes_[int(counts.argmin())])!r} has {int(counts.min())}. "
-                "Pass early_stopping=False, X_val and y_val, or more data."
-            )
-        if n_valid < len(self.classes_) or len(y) - n_valid < len(self.classes_):
-            raise ValueError(
-                f"early_stopping={self.early_stopping!r} with validation_fraction="
-                f"{self.validation_fraction} "
-                f"splits the {len(y)} rows into {len(y) - n_valid} training and {n_valid} "
-                f"validation rows; each side needs at least one row of each of the "
-                f"{len(self.classes_)} classes. Pass early_stopping=False, X_val and y_val, "
-                "or a different validation_fraction."
-            )
-        if weights is None:
-            X_train, X_valid, y_train, y_valid = train_test_split(
-                X, y, test_size=n_valid, stratify=y, random_state=rng
-            )
-            return X_train, X_valid, y_train, y_valid, None, None
-        return train_test_split(X, y, weights, test_size=n_valid, stratify=y, random_state=rng)
-
-    def _build_net(
-        self, module, loss, X_train, X_valid, y_valid, w_valid, device, seed, frozen
-    ) -> tuple[NeSCalNet, dict]:
-        """The skorch net and its callbacks (by name, so ``fit`` can read their state)."""
-        callbacks: dict = {}
-        monitor = CRITERIA[self._criterion()] if X_valid is not None else "valid_loss"
-        if X_valid is not None:
-            # First, so that the criterion is in the history when the others read it.
-            callbacks["refined_validation_loss"] = RefinedValidationLoss()
-        if loss.uses_neighbours:
-            callbacks["warmup_end"] = WarmupEnd(
-                loss.warmup_epochs(self.max_epochs), loss.warmup_patience, monitor=monitor
-            )
-            callbacks["build_neighbourhood"] = BuildNeighbourhood(
-                loss, torch.as_tensor(X_train), self.max_epochs, self.embedding_layer, seed
-            )
-        callbacks["penalty_schedule"] = PenaltySchedule()
-        callbacks["train_penalty"] = PassthroughScoring(name="train_penalty", on_train=True)
-        train_split = None
-        if X_valid is not None:
-            # Validation rows carry no row id into the graph (only their weights).
-            valid_X = X_valid if w_valid is None else {"X": X_valid, "sample_weight": w_valid}
-            train_split = predefined_split(Dataset(valid_X, y_valid))
-            # patience=None: a patience of max_epochs never stops; the best epoch is
-            # still restored at the end (best-epoch selection).
-            patience = self.max_epochs if self.patience is None else self.patience
-            callbacks["early_stopping"] = EarlyStoppingAfterWarmup(
-                patience, wait_for_warmup=loss.uses_neighbours, monitor=monitor
-            )
-        if frozen is not None and self.unfreeze_at is not None:
-            lr = self.lr if self.unfreeze_lr is None else self.unfreeze_lr
-            callbacks["unfreeze"] = Unfreeze(self.unfreeze_at, lr)
-        if self.lr_schedule != "constant":
-            callbacks["lr_schedule"] = lr_scheduler(self.lr_schedule, self.max_epochs)
-        if self.verbose >= 2:
-            callbacks["progress_bar"] = ProgressBar()
-        net = NeSCalNet(
-            module=module,
-            criterion=nn.CrossEntropyLoss,  # required by skorch; get_loss computes the loss
-            optimizer=torch.optim.AdamW,
-            lr=self.lr,
-            optimizer__weight_decay=self.weight_decay,
-            max_epochs=self.max_epochs,
-            batch_size=self.batch_size,
-            iterator_train__shuffle=True,
-            train_split=train_split,
-            callbacks=list(callbacks.items()),
-            device=device,
-            verbose=int(self.verbose >= 1),
-            training_loss=loss,
-            mixup=self.mixup,
-            mixup_seed=seed,
-            frozen=frozen,
-        )
-        net.set_params(callbacks__print_log=PlainPrintLog() if self.verbose else None)
-        return net, callbacks
-
     def set_params(self, **params) -> NeSCalClassifier:
         """Set parameters; ``loss__<name>`` reaches into the loss object.
 
         When ``loss`` is a registered name, a nested parameter first replaces it with
-        a loss object of that name (default parameters), then sets the nested value,
-        so ``NeSCalClassifier().set_params(loss__n_neighbors=5)`` and grids such as
-        ``{"loss__weight": [0.5, 1.0]}`` work with the default ``loss="nescal"``.
+        the loss object of that name under the recipe's settings for it, then sets the
+        nested value, so ``NeSCalClassifier().set_params(loss__n_neighbors=5)`` and
+        grids such as ``{"loss__weight": [0.5, 1.0]}`` work with ``loss="nescal"``.
         """
         nested = {k[len("loss__") :]: v for k, v in params.items() if k.startswith("loss__")}
         super().set_params(**{k: v for k, v in params.items() if not k.startswith("loss__")})
         if nested:
             if isinstance(self.loss, str):
-                self.loss = get_loss(self.loss)
+                name = self.loss
+                self.loss = get_loss(name)
+                if name in LOSSES:
+                    self.loss.set_params(**get_recipe(self.recipe).loss_params.get(name, {}))
             self.loss.set_params(**nested)
         return self
 
     # --------------------------------------------------------------- prediction
     def _logits(self, X) -> np.ndarray:
-        check_is_fitted(self)
+        check_is_fitted(self, "module_")
         with self._thread_limits():
             return self._forward(X)
 
     def _forward(self, X) -> np.ndarray:
-        X = self._scale_inputs(validate_data(self, X, dtype=np.float32, reset=False))
+        X = validate_data(self, X, dtype=np.float32, reset=False)
+        if self.input_scaler_ is not None:
+            X = self.input_scaler_.transform(X)
         if not X.flags.writeable:
             X = X.copy()
         module = self.module_
@@ -982,9 +1044,71 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
             # network itself stays where it is.
             state = dict(state)
             state["module_"] = copy.deepcopy(module).to("cpu")
+        if isinstance(state.get("params_"), MappingProxyType):
+            state = dict(state)
+            state["params_"] = _plain_mapping(state["params_"])
         return state
+
+    def __setstate__(self, state):
+        if isinstance(state.get("params_"), dict):
+            state = dict(state)
+            state["params_"] = MappingProxyType(state["params_"])
+        super().__setstate__(state)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.non_deterministic = False
         return tags
+
+
+def _plain_mapping(mapping: Mapping) -> dict:
+    """A (nested) read-only mapping as plain dicts, for pickling."""
+    return {k: _plain_mapping(v) if isinstance(v, Mapping) else v for k, v in mapping.items()}
+
+
+def _rounded(values) -> list:
+    return [round(float(v), 4) if math.isfinite(float(v)) else float(v) for v in values]
+
+
+def _penalty_status(
+    loss: TrainingLoss,
+    graph_epoch: int | None,
+    best_epoch: int | None,
+    restored_epoch: int | None,
+    settings: Mapping[str, Any],
+    criterion_name: str,
+) -> str | None:
+    """Whether the returned weights were trained with the penalty; warn when not."""
+    if not loss.uses_neighbours:
+        return None
+    if graph_epoch is None:
+        why = (
+            "the warm-up never ended (warmup='auto' ends it once the "
+            f"{criterion_name} has not improved for warmup_patience={loss.warmup_patience} "
+            f"epochs, and "
+            f"max_epochs={settings['max_epochs']} ran out first), so the neighbour graph was "
+            "never built"
+        )
+        status = "no_graph"
+    elif best_epoch is not None and best_epoch < graph_epoch:
+        restored = (
+            ""
+            if restored_epoch is None
+            else f" (the auto warm-up's optimum, restored at epoch {restored_epoch})"
+        )
+        why = (
+            f"early stopping restored epoch {best_epoch}{restored}, before the "
+            f"graph was built at epoch {graph_epoch}: no penalised epoch had a "
+            f"lower {criterion_name}"
+        )
+        status = "warmup_checkpoint"
+    else:
+        return "penalised"
+    base = loss.base_loss if isinstance(loss.base_loss, str) else type(loss.base_loss).__name__
+    warnings.warn(
+        "NeSCalClassifier returned a model trained without the smoothing penalty, i.e. "
+        f"plain {base!r} training: {why}. penalty_status_={status!r}.",
+        PenaltyInactiveWarning,
+        stacklevel=4,
+    )
+    return status

@@ -152,10 +152,5 @@ class Unfreeze(Callback):
     def on_epoch_begin(self, net, **kwargs) -> None:
         if len(net.history) != self.epoch or net.frozen_ is None:
             return
-        named = dict(net.module_.named_parameters())
-        params = [named[name] for name in sorted(net.frozen_.parameters)]
-        for param in params:
-            param.requires_grad_(True)
-        net.optimizer_.add_param_group({"params": params, "lr": self.lr})
-        net.frozen_ = None
+        net.optimizer_.add_param_group({"params": net.unfreeze(), "lr": self.lr})
         net.history.record("unfrozen", True)

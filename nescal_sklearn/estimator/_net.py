@@ -1,10 +1,11 @@
 """The skorch network behind :class:`NeSCalClassifier`.
 
 It extends skorch through its documented hooks only: ``initialize`` (the per-fit
-attributes below), ``infer`` (the batch arrives as a dict ``{"X": features,
-"index": row ids}``; the module sees the features only), ``get_loss`` (the
-objective: base loss plus the NeSCal penalty) and ``train_step_single`` (mixup,
-as an explicit step).
+attributes below), ``get_all_learnable_params`` (frozen parameters stay out of the
+optimizer), ``infer`` (the batch arrives as a dict ``{"X": features, "index": row
+ids}``; the module sees the features only), ``get_loss`` (the objective: base loss
+plus the NeSCal penalty) and ``train_step_single`` (mixup, as an explicit step). No
+private method of skorch is overridden.
 """
 
 from __future__ import annotations
@@ -18,27 +19,15 @@ from skorch import NeuralNet
 from skorch.dataset import unpack_data
 
 from ..losses import TrainingLoss
-from ..penalties import ensemble_logits, flatten_members
+from ..nn import ensemble_logits, flatten_members
 from ._freeze import FrozenParts
 
-__all__ = ["NeSCalNet", "StopTraining", "TrainingInterrupted"]
+__all__ = ["NeSCalNet"]
 
 
-class StopTraining(Exception):
-    """Raised by a callback (early stopping) to end training normally.
-
-    skorch's own convention is ``KeyboardInterrupt``, which makes a real Ctrl-C
-    indistinguishable from a planned stop; this is the planned stop.
-    """
-
-
-class TrainingInterrupted(BaseException):
-    """A real ``KeyboardInterrupt`` during training, carried past skorch's handler.
-
-    skorch's ``partial_fit`` swallows ``KeyboardInterrupt`` (and would return a
-    half-trained net); this is not a ``KeyboardInterrupt`` subclass, so it reaches
-    ``NeSCalClassifier.fit``, which raises ``KeyboardInterrupt`` again.
-    """
+def _hold_in_eval(module: torch.nn.Module, args) -> None:
+    """Forward pre-hook of a frozen submodule: it runs in eval mode, whatever the net's."""
+    module.eval()
 
 
 class NeSCalNet(NeuralNet):
@@ -60,8 +49,9 @@ class NeSCalNet(NeuralNet):
     mixup_seed : int or None, default=None
         Seed of the generator drawing the mixup coefficients and partners.
     frozen : FrozenParts or None, default=None
-        Parameters kept out of the optimizer (and submodules kept in eval mode) until
-        the ``Unfreeze`` callback, if any, sets ``frozen_`` to None.
+        Parameters kept out of the optimizer (and submodules kept in eval mode, by a
+        forward pre-hook on each) until the ``Unfreeze`` callback, if any, calls
+        :meth:`unfreeze`.
 
     Attributes
     ----------
@@ -79,6 +69,9 @@ class NeSCalNet(NeuralNet):
         The mixup generator (seeded with ``mixup_seed``).
     frozen_ : FrozenParts or None
         The part that is frozen now (``frozen`` until unfrozen, then None).
+    frozen_hooks_ : list
+        Handles of the forward pre-hooks that hold the frozen submodules in eval mode;
+        :meth:`unfreeze` removes them (the estimator does too, after training).
 
     Notes
     -----
@@ -112,28 +105,17 @@ class NeSCalNet(NeuralNet):
             for name, param in self.module_.named_parameters():
                 if name in self.frozen_.parameters:
                     param.requires_grad_(False)
+        self.frozen_hooks_ = []
+        if self.frozen_ is not None:
+            modules = dict(self.module_.named_modules())
+            for name in self.frozen_.modules:
+                self.frozen_hooks_.append(modules[name].register_forward_pre_hook(_hold_in_eval))
         loss = self.training_loss
         self.base_loss_ = loss.base() if loss.uses_neighbours else loss
         self.nescal_ = None
         self.warmup_end_epoch_ = None
         self.mixup_rng_ = np.random.default_rng(self.mixup_seed)
         return self
-
-    def fit_loop(self, X, y=None, **fit_params):
-        """skorch's loop, with its two ways out kept apart.
-
-        A :class:`StopTraining` from a callback ends training normally (skorch then
-        runs ``on_train_end``, which restores the best epoch); a real
-        ``KeyboardInterrupt`` leaves as :class:`TrainingInterrupted` so that it is
-        not swallowed. The loop itself is skorch's, unchanged.
-        """
-        try:
-            return super().fit_loop(X, y, **fit_params)
-        except StopTraining:
-            return self
-        except KeyboardInterrupt as exc:
-            epoch = len(self.history)
-            raise TrainingInterrupted(f"training interrupted in epoch {epoch}") from exc
 
     def get_all_learnable_params(self):
         """skorch's learnable parameters, less the frozen ones (while they are frozen)."""
@@ -142,14 +124,23 @@ class NeSCalNet(NeuralNet):
             if frozen is None or name not in frozen.parameters:
                 yield name, param
 
-    def _set_training(self, training=True):
-        """skorch's train/eval switch; frozen submodules stay in eval mode."""
-        super()._set_training(training)
-        frozen = getattr(self, "frozen_", None)
-        if training and frozen is not None:
-            modules = dict(self.module_.named_modules())
-            for name in frozen.modules:
-                modules[name].eval()
+    def unfreeze(self) -> list[torch.nn.Parameter]:
+        """Train the frozen part from now on: its parameters need gradients again and its
+        submodules follow the net's train/eval mode. Returns those parameters (in name
+        order), for the optimizer's new parameter group."""
+        named = dict(self.module_.named_parameters())
+        params = [named[name] for name in sorted(self.frozen_.parameters)]
+        for param in params:
+            param.requires_grad_(True)
+        self.remove_frozen_hooks()
+        self.frozen_ = None
+        return params
+
+    def remove_frozen_hooks(self) -> None:
+        """Remove the hooks that hold the frozen submodules in eval mode."""
+        for handle in getattr(self, "frozen_hooks_", []):
+            handle.remove()
+        self.frozen_hooks_ = []
 
     def infer(self, x, **fit_params):
         """The module's output; an ensemble's (n, k, C) is combined outside training.
@@ -157,7 +148,7 @@ class NeSCalNet(NeuralNet):
         In train mode the members' logits reach :meth:`get_loss` as they are (each
         member pays its own loss); in eval mode (validation, skorch's predict) they
         are the ensemble's logits, the log of the members' mean probability
-        (:func:`~nescal_sklearn.penalties.ensemble_logits`), so the validation NLL and
+        (:func:`~nescal_sklearn.nn.ensemble_logits`), so the validation NLL and
         the refinement temperature are the ensemble's.
         """
         if isinstance(x, Mapping):

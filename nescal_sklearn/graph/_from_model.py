@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from ..penalties import expand_member_graph
+from ..nn import expand_member_graph
 from ._knn import build_knn_graph
 from ._random import random_graph
 
@@ -50,7 +50,7 @@ def find_embedding_layer(module: nn.Module, name: str | None = None) -> nn.Modul
     name : str or None, default=None
         Dotted submodule name as in ``module.named_modules()``. None: the name the
         module itself gives in a string attribute ``embedding_layer_name`` (as
-        :class:`~nescal_sklearn.estimator.TabularMLP` does), else the last
+        :class:`~nescal_sklearn.nn.TabularMLP` does), else the last
         ``nn.Linear`` registered (the output layer of an MLP, whose input is the
         penultimate representation).
 

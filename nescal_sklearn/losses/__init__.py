@@ -6,6 +6,7 @@ or registered name in ``NeSCalClassifier(loss=...)``) and, for the baselines, as
 ``(logits, target, ...)`` and returning the batch-mean scalar.
 """
 
+from . import experimental  # noqa: F401  (registers loss="nescal_experimental")
 from ._base import LOSSES, CrossEntropyLoss, TrainingLoss, get_loss, register_loss
 from ._calibration_losses import (
     AdaptiveFocalLoss,

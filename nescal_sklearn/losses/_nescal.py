@@ -70,64 +70,31 @@ class NeSCalLoss(TrainingLoss):
         Neighbours per training row in the graph.
     weight : float, default=1.0
         Penalty weight lambda (>= 0) at the end of warm-up.
-    schedule : {"constant", "cosine"}, default="constant"
-        ``"cosine"`` decays the weight to 0 from the end of warm-up to the last epoch.
     warmup : int, float or "auto", default="auto"
         Length of the base-loss warm-up: an ``int`` is a number of epochs, a ``float``
         in [0, 1) a fraction of ``max_epochs`` (rounded down). ``"auto"`` ends the
         warm-up where the base loss's validation NLL stops improving (no improvement
-        for ``warmup_patience`` epochs), restores that best checkpoint's weights (not the
+        for 5 epochs), restores that best checkpoint's weights (not the
         optimizer state) and builds the graph there; it needs validation rows
         (the estimator's early stopping).
-    warmup_patience : int, default=5
-        Patience of ``warmup="auto"``.
-    aggregation : {"pairwise", "mean"}, default="pairwise"
-        ``divergence="js"`` only: ``"pairwise"`` averages the divergence to each
-        neighbour; ``"mean"`` takes the divergence to the neighbours' mean
-        distribution (cheaper).
+    divergence : {"soft_target", "js"}, default="soft_target"
+        ``"soft_target"``: KL from the neighbours' mean distribution to the
+        prediction — a neighbour-informed soft label
+        that keeps the wrong-class ranking label smoothing erases. ``"js"``: the
+        published method's Jensen–Shannon penalty, averaged over the neighbours.
     graph : {"knn", "random"}, default="knn"
         ``"random"`` is the random-graph control: the same degree, neighbours drawn
         uniformly at random (seeded by the estimator's ``random_state``).
-    reduction : {None, "pca", "umap"}, default=None
-        Optional reduction of the embeddings before the neighbour search.
-    n_components : int or None, default=None
-        Output dimension of ``reduction`` (library default when None).
-    graph_method : {"auto", "exact", "approximate"}, default="auto"
-        Neighbour search, see :func:`nescal_sklearn.graph.build_knn_graph`.
-    divergence : {"soft_target", "js"}, default="soft_target"
-        ``"soft_target"``: KL from the neighbours' mean distribution (at
-        ``target_temperature``) to the prediction — a neighbour-informed soft label
-        that keeps the wrong-class ranking label smoothing erases. ``"js"``: the
-        published method's Jensen–Shannon penalty (with ``aggregation``).
-    target_temperature : float, default=1.0
-        Temperature of the soft target (``divergence="soft_target"`` only).
     base_loss : str or TrainingLoss, default="ce"
         The loss the penalty is added to (for example ``"label_smoothing"``). Its own
         hyperparameters are nested: ``base_loss__epsilon``.
-    adaptive : {None, "agreement", "density"}, default=None
-        Per-row strength of the penalty (see ``NeighbourhoodSmoothing``). None: every
-        row weighs ``weight``. ``"agreement"``: row ``i`` weighs
-        ``weight * (1 - q̄_i(y_i))``, the mass its neighbourhood puts on other classes
-        than its label. ``"density"``: ``weight`` times the row's mean cosine
-        similarity to its neighbours, scaled to mean 1 (needs ``graph="knn"``).
-    cache : {"batch", "frozen", "epoch"}, default="batch"
-        When the neighbours' cached predictions are refreshed. ``"batch"``: each
-        batch overwrites its own rows with its detached (train-mode) predictions, at
-        no extra cost (NeSCal as published). ``"frozen"``: never; the neighbours are
-        read as the network predicted them when the graph was built (eval mode).
-        ``"epoch"``: the whole cache is recomputed by one eval-mode forward pass over
-        the training rows at the start of each penalised epoch after the first (an
-        extra forward pass per epoch: ``NeSCalClassifier`` records its wall time as
-        ``cache_seconds`` in ``history_``; a plain PyTorch loop calls
-        :meth:`NeSCalRuntime.refresh_cache
-        <nescal_sklearn.penalties.NeSCalRuntime.refresh_cache>` itself).
-    member_graph : {"shared", "per_member"}, default="shared"
-        For a network that returns several members' logits, shape
-        (n, n_members, n_classes) (``NeSCalClassifier(n_members=k)``, TabM): one
-        graph built on all members' embeddings side by side and used by each, or one
-        graph per member on its own embedding. Each member is smoothed towards its
-        own cached predictions of the neighbours either way. Ignored for a single
-        network.
+
+    The settings the project's ablation found inert, or never ablated (the weight
+    schedule, the auto warm-up's patience, the JS aggregation, the embedding reduction,
+    the neighbour search, the soft target's temperature, per-row strength, the cache
+    refresh, the ensemble graph), are fixed here at the values below and are parameters
+    of :class:`~nescal_sklearn.losses.experimental.ExperimentalNeSCalLoss`
+    (``loss="nescal_experimental"``).
 
     Notes
     -----
@@ -154,41 +121,33 @@ class NeSCalLoss(TrainingLoss):
 
     uses_neighbours = True
 
+    #: Fixed settings (parameters of ``ExperimentalNeSCalLoss``).
+    schedule = "constant"
+    warmup_patience = 5
+    aggregation = "pairwise"
+    reduction = None
+    n_components = None
+    graph_method = "auto"
+    target_temperature = 1.0
+    adaptive = None
+    cache = "batch"
+    member_graph = "shared"
+
     def __init__(
         self,
         n_neighbors: int = 10,
         weight: float = 1.0,
-        schedule: str = "constant",
         warmup: int | float | str = "auto",
-        warmup_patience: int = 5,
-        aggregation: str = "pairwise",
-        graph: str = "knn",
-        reduction: str | None = None,
-        n_components: int | None = None,
-        graph_method: str = "auto",
         divergence: str = "soft_target",
-        target_temperature: float = 1.0,
+        graph: str = "knn",
         base_loss: str | TrainingLoss = "ce",
-        adaptive: str | None = None,
-        cache: str = "batch",
-        member_graph: str = "shared",
     ) -> None:
         self.n_neighbors = n_neighbors
         self.weight = weight
-        self.schedule = schedule
         self.warmup = warmup
-        self.warmup_patience = warmup_patience
-        self.aggregation = aggregation
-        self.graph = graph
-        self.reduction = reduction
-        self.n_components = n_components
-        self.graph_method = graph_method
         self.divergence = divergence
-        self.target_temperature = target_temperature
+        self.graph = graph
         self.base_loss = base_loss
-        self.adaptive = adaptive
-        self.cache = cache
-        self.member_graph = member_graph
 
     # -- validation ---------------------------------------------------------------
     def validate(self) -> None:
@@ -256,6 +215,7 @@ class NeSCalLoss(TrainingLoss):
         max_epochs: int,
         random_state: int | None = None,
         embedding_layer: str | None = None,
+        n_neighbors: int | None = None,
     ) -> NeSCalRuntime:
         """Build the graph on ``module``'s embeddings of the training rows ``X``.
 
@@ -278,6 +238,9 @@ class NeSCalLoss(TrainingLoss):
             Seed of the approximate search, the reductions and the random graph.
         embedding_layer : str or None, default=None
             Layer whose input is the embedding (None: the last ``nn.Linear``).
+        n_neighbors : int or None, default=None
+            Neighbours per row for this fit, instead of the spec's ``n_neighbors``
+            (what an estimator uses when the data holds too few rows for it).
 
         Returns
         -------
@@ -286,7 +249,7 @@ class NeSCalLoss(TrainingLoss):
         found = neighbourhood_from_model(
             module,
             X,
-            self.n_neighbors,
+            self.n_neighbors if n_neighbors is None else n_neighbors,
             graph=self.graph,
             embedding_layer=embedding_layer,
             reduction=self.reduction,

@@ -7,7 +7,6 @@ same objects. The per-fit state of a NeSCal run is one :class:`NeSCalRuntime`.
 
 from ._cache import PredictionCache
 from ._divergence import AGGREGATIONS, js_divergence, neighbourhood_penalty
-from ._members import ensemble_logits, expand_member_graph, flatten_members, member_log_probs
 from ._runtime import CACHE_MODES, NeSCalRuntime
 from ._schedule import SCHEDULES, penalty_weight
 from ._smoothing import ADAPTIVE, DIVERGENCES, NeighbourhoodSmoothing
@@ -19,10 +18,6 @@ __all__ = [
     "CACHE_MODES",
     "DIVERGENCES",
     "NeSCalRuntime",
-    "ensemble_logits",
-    "expand_member_graph",
-    "flatten_members",
-    "member_log_probs",
     "NeighbourhoodSmoothing",
     "PredictionCache",
     "js_divergence",

@@ -7,7 +7,7 @@ import time
 import torch
 from torch import Tensor, nn
 
-from ._members import member_log_probs
+from ..nn import member_log_probs
 from ._schedule import penalty_weight
 from ._smoothing import NeighbourhoodSmoothing
 

@@ -85,7 +85,7 @@ class RobustSmoothClipScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
     Examples
     --------
     >>> import numpy as np
-    >>> from nescal_sklearn.estimator._scaling import RobustSmoothClipScaler
+    >>> from nescal_sklearn.preprocessing import RobustSmoothClipScaler
     >>> X = np.array([[1.0], [2.0], [3.0], [4.0], [100.0]])
     >>> scaler = RobustSmoothClipScaler().fit(X)
     >>> scaler.center_, scaler.scale_

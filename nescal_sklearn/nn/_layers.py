@@ -30,7 +30,7 @@ class FrontScale(nn.Module):
     Examples
     --------
     >>> import torch
-    >>> from nescal_sklearn.estimator import FrontScale
+    >>> from nescal_sklearn.nn import FrontScale
     >>> FrontScale(3)(torch.ones(2, 3)).tolist()
     [[1.0, 1.0, 1.0], [1.0, 1.0, 1.0]]
     """
@@ -67,7 +67,7 @@ class ParametricActivation(nn.Module):
     --------
     >>> import torch
     >>> from torch import nn
-    >>> from nescal_sklearn.estimator import ParametricActivation
+    >>> from nescal_sklearn.nn import ParametricActivation
     >>> layer = ParametricActivation(nn.ReLU(), 2)
     >>> layer(torch.tensor([[-1.0, 2.0]])).tolist()
     [[0.0, 2.0]]
@@ -118,7 +118,7 @@ class PBLDEmbeddings(nn.Module):
     Examples
     --------
     >>> import torch
-    >>> from nescal_sklearn.estimator import PBLDEmbeddings
+    >>> from nescal_sklearn.nn import PBLDEmbeddings
     >>> embedding = PBLDEmbeddings(3, d_embedding=4)
     >>> x = torch.randn(5, 3)
     >>> out = embedding(x)
@@ -181,7 +181,7 @@ class CategoricalEmbeddings(nn.Module):
     Examples
     --------
     >>> import torch
-    >>> from nescal_sklearn.estimator import CategoricalEmbeddings
+    >>> from nescal_sklearn.nn import CategoricalEmbeddings
     >>> layer = CategoricalEmbeddings([3, 2], d_embedding=4)
     >>> out = layer(torch.tensor([[0.0, 1.0, 0.0, 1.0, 0.0]]))
     >>> out.shape

@@ -74,7 +74,7 @@ class MemberLinear(nn.Module):
     Examples
     --------
     >>> import torch
-    >>> from nescal_sklearn.estimator import MemberLinear
+    >>> from nescal_sklearn.nn import MemberLinear
     >>> layer = MemberLinear(4, 2, n_members=3)
     >>> layer.weight.shape
     torch.Size([3, 4, 2])
@@ -294,7 +294,7 @@ class TabularMLP(nn.Module):
     Examples
     --------
     >>> import torch
-    >>> from nescal_sklearn.estimator import TabularMLP
+    >>> from nescal_sklearn.nn import TabularMLP
     >>> TabularMLP(4, 3, hidden_sizes=(8,))(torch.zeros(2, 4)).shape
     torch.Size([2, 3])
     >>> ensemble = TabularMLP(4, 3, hidden_sizes=(8,), n_members=5,
@@ -446,7 +446,15 @@ def build_module(
         for key, value in (("n_features", n_features), ("n_classes", n_classes)):
             if key in params and key not in kwargs:
                 kwargs[key] = value
-        return module(**kwargs)
+        try:
+            return module(**kwargs)
+        except TypeError as exc:
+            raise TypeError(
+                f"module={module.__name__} could not be built with {kwargs!r} ({exc}). A "
+                "module class gets n_features and n_classes when its __init__ takes them, "
+                "and module_kwargs for everything else; pass the other arguments in "
+                "module_kwargs, or a module instance."
+            ) from exc
     raise TypeError(
         f"module must be None, a torch.nn.Module subclass or an nn.Module instance; got {module!r}."
     )

@@ -44,7 +44,7 @@ def ensemble_logits(logits: Tensor) -> Tensor:
     Examples
     --------
     >>> import torch
-    >>> from nescal_sklearn.penalties import ensemble_logits
+    >>> from nescal_sklearn.nn import ensemble_logits
     >>> members = torch.log(torch.tensor([[[0.9, 0.1], [0.5, 0.5]]]))
     >>> torch.softmax(ensemble_logits(members), dim=-1)
     tensor([[0.7000, 0.3000]])
@@ -70,7 +70,7 @@ def member_log_probs(logits: Tensor) -> Tensor:
     Examples
     --------
     >>> import torch
-    >>> from nescal_sklearn.penalties import member_log_probs
+    >>> from nescal_sklearn.nn import member_log_probs
     >>> member_log_probs(torch.zeros(4, 3, 2)).shape
     torch.Size([12, 2])
     """
@@ -104,7 +104,7 @@ def flatten_members(
     Examples
     --------
     >>> import torch
-    >>> from nescal_sklearn.penalties import flatten_members
+    >>> from nescal_sklearn.nn import flatten_members
     >>> _, target, rows, _ = flatten_members(
     ...     torch.zeros(2, 3, 4), torch.tensor([1, 0]), torch.tensor([5, 7])
     ... )
@@ -146,7 +146,7 @@ def expand_member_graph(neighbors: Tensor, n_members: int) -> Tensor:
     Examples
     --------
     >>> import torch
-    >>> from nescal_sklearn.penalties import expand_member_graph
+    >>> from nescal_sklearn.nn import expand_member_graph
     >>> expand_member_graph(torch.tensor([[1], [0]]), 2).tolist()
     [[2], [3], [0], [1]]
     """

@@ -1,0 +1,200 @@
+"""Frozen, dated training recipes: the settings a parameter left at ``None`` takes.
+
+A *recipe* is a named, frozen set of training parameters of :class:`NeSCalClassifier`
+and of the losses it trains with by name (pytabkit's ``DefaultParams`` pattern). Every
+tunable of the estimator defaults to ``None``, which means "the recipe's value"; the
+estimator's ``recipe`` parameter names the recipe, and ``recipe=None`` is the newest
+(:data:`LATEST_RECIPE`). A better default is a *new* recipe with a new date: an old one
+never changes, so a study that names its recipe means the same thing forever, whatever
+the library's defaults become.
+
+A parameter added to the estimator after a recipe was frozen is absent from it; it then
+takes its value from :data:`BEFORE_RECIPES`, the value that reproduces the fits made
+before the parameter existed (the feature off).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+__all__ = [
+    "BEFORE_RECIPES",
+    "LATEST_RECIPE",
+    "RECIPES",
+    "Recipe",
+    "get_recipe",
+]
+
+
+def _frozen(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
+    return MappingProxyType(
+        {k: _frozen(v) if isinstance(v, Mapping) else v for k, v in mapping.items()}
+    )
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A named, frozen set of training parameters.
+
+    Parameters
+    ----------
+    name : str
+        The recipe's name: the date (``YYYY-MM-DD``) it became the default.
+    summary : str
+        One line on what it is and where it was chosen.
+    params : mapping
+        ``NeSCalClassifier`` parameters (names as in ``get_params``).
+    loss_params : mapping of str to mapping
+        For each registered loss name, the parameters a loss given by that name takes
+        (``NeSCalClassifier(loss="nescal")``); a loss given as an object is used as it is.
+
+    Examples
+    --------
+    >>> from nescal_sklearn.estimator import get_recipe
+    >>> recipe = get_recipe("2026-12-04")
+    >>> recipe.params["lr"], recipe.params["max_epochs"]
+    (0.003, 256)
+    """
+
+    name: str
+    summary: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    loss_params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "params", _frozen(self.params))
+        object.__setattr__(self, "loss_params", _frozen(self.loss_params))
+
+    def to_json(self) -> dict:
+        """The recipe as plain JSON-ready data (tuples become lists)."""
+
+        def plain(value):
+            if isinstance(value, Mapping):
+                return {k: plain(v) for k, v in value.items()}
+            if isinstance(value, tuple):
+                return [plain(v) for v in value]
+            return value
+
+        return {
+            "name": self.name,
+            "summary": self.summary,
+            "params": plain(self.params),
+            "loss_params": plain(self.loss_params),
+        }
+
+
+#: NeSCal's loss settings of both recipes so far (the defaults since 2026-12-02,
+#: commit bba0401, when the soft target's weight became 1.0).
+_NESCAL_2026_12_02 = {
+    "n_neighbors": 10,
+    "weight": 1.0,
+    "warmup": "auto",
+    "divergence": "soft_target",
+    "graph": "knn",
+    "base_loss": "ce",
+}
+
+#: The experimental NeSCal settings at their values since 2026-12-02.
+_NESCAL_EXPERIMENTAL_2026_12_02 = {
+    **_NESCAL_2026_12_02,
+    "schedule": "constant",
+    "warmup_patience": 5,
+    "aggregation": "pairwise",
+    "reduction": None,
+    "n_components": None,
+    "graph_method": "auto",
+    "target_temperature": 1.0,
+    "adaptive": None,
+    "cache": "batch",
+    "member_graph": "shared",
+}
+
+#: Every registered loss's settings of both recipes so far.
+_LOSSES_2026_12_02 = {
+    "ce": {},
+    "label_smoothing": {"epsilon": 0.1},
+    "focal": {"gamma": 3.0},
+    "flsd53": {},
+    "mmce": {"weight": 2.0},
+    "mdca": {"beta": 1.0},
+    "savuc": {"beta": 1.0, "kappa": 0.5, "temperature": 1.0},
+    "mbls": {"margin": 10.0, "weight": 0.1},
+    "nescal": _NESCAL_2026_12_02,
+    "nescal_experimental": _NESCAL_EXPERIMENTAL_2026_12_02,
+}
+
+#: The training parameters of both recipes that did not change.
+_MLP_2026_12_02 = {
+    "hidden_sizes": (256, 256),
+    "dropout": 0.1,
+    "activation": "relu",
+    "batch_size": 256,
+    "weight_decay": 1e-4,
+    "early_stopping": "nll",
+    "validation_fraction": 0.2,
+}
+
+RECIPES: Mapping[str, Recipe] = MappingProxyType(
+    {
+        recipe.name: recipe
+        for recipe in (
+            Recipe(
+                "2026-12-02",
+                "The first defaults: 100 epochs at lr 1e-3 (constant), early stopping with "
+                "a patience of 10 on the validation NLL.",
+                params={
+                    **_MLP_2026_12_02,
+                    "lr_schedule": "constant",
+                    "max_epochs": 100,
+                    "lr": 1e-3,
+                    "patience": 10,
+                },
+                loss_params=_LOSSES_2026_12_02,
+            ),
+            Recipe(
+                "2026-12-04",
+                "256 epochs at lr 3e-3 under a flat-then-cosine schedule, every epoch "
+                "trained and the one best on the validation NLL kept (chosen on the "
+                "backbone study's search seed, docs/backbone.md).",
+                params={
+                    **_MLP_2026_12_02,
+                    "lr_schedule": "flat_cosine",
+                    "max_epochs": 256,
+                    "lr": 3e-3,
+                    "patience": False,
+                },
+                loss_params=_LOSSES_2026_12_02,
+            ),
+        )
+    }
+)
+
+#: The newest recipe: what ``NeSCalClassifier(recipe=None)`` trains with.
+LATEST_RECIPE = max(RECIPES)
+
+#: Values that reproduce the fits made before a parameter existed, for parameters that a
+#: recipe does not name (parameters added after it was frozen).
+BEFORE_RECIPES: Mapping[str, Any] = MappingProxyType({})
+
+
+def get_recipe(name: str | None = None) -> Recipe:
+    """The recipe called ``name``; None gives the newest (:data:`LATEST_RECIPE`).
+
+    Raises
+    ------
+    ValueError
+        If no recipe has that name; the message lists the recipes.
+
+    Examples
+    --------
+    >>> from nescal_sklearn.estimator import LATEST_RECIPE, get_recipe
+    >>> get_recipe().name == LATEST_RECIPE
+    True
+    """
+    key = LATEST_RECIPE if name is None else name
+    if not isinstance(key, str) or key not in RECIPES:
+        raise ValueError(f"recipe must be None or one of {sorted(RECIPES)}; got {name!r}.")
+    return RECIPES[key]
