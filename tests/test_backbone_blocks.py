@@ -24,6 +24,7 @@ from nescal_sklearn.nn import (
     PBLDEmbeddings,
     TabularMLP,
 )
+from nescal_sklearn.nn._mlp import _NarrowLinear
 from nescal_sklearn.preprocessing import one_hot_groups
 
 torch.set_num_threads(1)
@@ -96,7 +97,9 @@ def test_pbld_embeddings_initialisation_follows_realmlp():
 
 
 def test_pbld_embeddings_need_room_for_the_raw_value():
-    with pytest.raises(ValueError, match=re.escape("d_embedding must be >= 2 for PBLD embeddings; got 1")):
+    with pytest.raises(
+        ValueError, match=re.escape("d_embedding must be >= 2 for PBLD embeddings; got 1")
+    ):
         PBLDEmbeddings(3, d_embedding=1)
 
 
@@ -134,7 +137,13 @@ def test_without_the_new_options_the_network_is_unchanged():
     torch.manual_seed(0)
     plain = TabularMLP(4, 2, hidden_sizes=(5,))
     assert plain.front is None
-    assert [type(layer) for layer in plain.layers] == [nn.Linear, nn.ReLU, nn.Dropout, nn.Linear]
+    # Layers of fewer than 16 outputs are nn.Linear layers that take their gradients on
+    # one thread (tests/test_periodic_determinism.py): the same values and parameters.
+    types = [type(layer) for layer in plain.layers]
+    assert types == [_NarrowLinear, nn.ReLU, nn.Dropout, _NarrowLinear]
+    assert all(isinstance(plain.layers[i], nn.Linear) for i in (0, 3))
+    wide = TabularMLP(4, 20, hidden_sizes=(32,))
+    assert [type(layer) for layer in wide.layers] == [nn.Linear, nn.ReLU, nn.Dropout, nn.Linear]
 
 
 @pytest.mark.parametrize(
@@ -253,8 +262,15 @@ def test_classifier_embeds_only_large_categorical_features():
     frame = pd.DataFrame({"x": x, "city": [f"c{c}" for c in city],
                           "colour": [f"k{c}" for c in colour]})  # fmt: skip
     pipe = make_tabular_pipeline(
-        NeSCalClassifier("ce", module_kwargs={"categorical_embedding": True}, hidden_sizes=(32,),
-                         max_epochs=60, batch_size=32, lr=1e-2, random_state=0)  # fmt: skip
+        NeSCalClassifier(
+            "ce",
+            module_kwargs={"categorical_embedding": True},
+            hidden_sizes=(32,),
+            max_epochs=60,
+            batch_size=32,
+            lr=1e-2,
+            random_state=0,
+        )  # fmt: skip
     ).fit(frame, y)
     clf = pipe[-1]
     assert [len(g) for g in clf.column_layout_.groups] == [12, 3]
@@ -304,4 +320,3 @@ def test_the_default_network_options_need_the_default_network():
     )
     with pytest.raises(ValueError, match=re.escape(message)):
         NeSCalClassifier(module=nn.Linear, categorical_embedding=True).fit(X, y)
-

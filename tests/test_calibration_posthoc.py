@@ -33,6 +33,7 @@ from nescal_sklearn.calibration import (
     CalibratedVectorScaling,
 )
 from nescal_sklearn.calibration import _objective as objective_module
+from nescal_sklearn.calibration._maps import MIN_PROBABILITY
 
 # Floats from BLAS, solvers and stored records: CI runs these again under a second
 # OpenBLAS kernel (.ci/run), so a tolerance tighter than round-off shows up there.
@@ -118,13 +119,21 @@ def test_argmax_is_preserved(calibrator, n_classes):
 def test_class_absent_from_calibration_data(calibrator, n_classes):
     model, X_cal, y_cal = fitted_and_calibration_split(n_classes=n_classes)
     keep = y_cal != n_classes - 1
+    # Every calibrator keeps the absent class's probability, and says so.
+    message = (
+        f"{calibrator.__name__}: the calibration rows hold no row of classes "
+        f"[{n_classes - 1}] (of {list(range(n_classes))!r}); those classes keep the model's "
+        "own probability and the map calibrates the other classes only."
+    )
+    if n_classes == 2:
+        message += (
+            " With the single class 0 left, nothing is calibrated: the calibrated "
+            "probabilities are the model's own."
+        )
+    message += " Calibrate on rows of every class to calibrate them all."
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        if n_classes == 2 and calibrator not in ARGMAX_PRESERVING:
-            # One class left: a map with per-class parameters predicts it for every row.
-            with pytest.warns(UserWarning, match="the calibration map learns that every row"):
-                fitted = calibrator(FrozenEstimator(model)).fit(X_cal[keep], y_cal[keep])
-        else:
+        with pytest.warns(UserWarning, match=f"^{re.escape(message)}$"):
             fitted = calibrator(FrozenEstimator(model)).fit(X_cal[keep], y_cal[keep])
         proba = fitted.predict_proba(X_cal)
     np.testing.assert_array_equal(fitted.classes_, np.arange(n_classes))
@@ -137,22 +146,19 @@ def test_class_absent_from_calibration_data(calibrator, n_classes):
 def test_single_class_calibration_data(calibrator):
     model, X_cal, y_cal = fitted_and_calibration_split(n_classes=3)
     one_class = y_cal == 0
-    if calibrator in ARGMAX_PRESERVING:
-        # One shared temperature: accepted silently, and the model keeps its classes.
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            fitted = calibrator(FrozenEstimator(model)).fit(X_cal[one_class], y_cal[one_class])
-        np.testing.assert_array_equal(fitted.predict(X_cal), model.predict(X_cal))
-        return
+    # The two absent classes keep the model's probabilities, so the one left keeps its
+    # own too: nothing is calibrated, and no calibrator collapses onto class 0.
     message = (
-        f"{calibrator.__name__}: all {one_class.sum()} calibration rows have the class 0, one "
-        "of the 3 classes [0, 1, 2], so the calibration map learns that every row is of "
-        "that class and the calibrated model predicts it for every row. Calibrate on rows "
-        "of every class (with a FrozenEstimator, pass calibration data that holds them)."
+        f"{calibrator.__name__}: the calibration rows hold no row of classes [1, 2] (of "
+        "[0, 1, 2]); those classes keep the model's own probability and the map calibrates "
+        "the other classes only. With the single class 0 left, nothing is calibrated: the "
+        "calibrated probabilities are the model's own. Calibrate on rows of every class to "
+        "calibrate them all."
     )
     with pytest.warns(UserWarning, match=f"^{re.escape(message)}$"):
         fitted = calibrator(FrozenEstimator(model)).fit(X_cal[one_class], y_cal[one_class])
-    assert np.all(fitted.predict(X_cal) == 0)  # the collapse the warning is about
+    np.testing.assert_allclose(fitted.predict_proba(X_cal), model.predict_proba(X_cal))
+    np.testing.assert_array_equal(fitted.predict(X_cal), model.predict(X_cal))
 
 
 @pytest.mark.parametrize("calibrator", CALIBRATORS, ids=_ids(CALIBRATORS))
@@ -243,6 +249,8 @@ def test_histogram_bins_have_equal_mass_and_observed_frequencies():
     expected = [chunk.mean() for chunk in np.array_split(y_cal[np.argsort(score)], 5)]
     assert histogram.bin_edges_.size == 4
     np.testing.assert_allclose(histogram.bin_values_, expected)
+    # A bin's frequency of 0 (or 1) comes out as MIN_PROBABILITY (or 1 minus it).
+    expected = np.clip(expected, MIN_PROBABILITY, 1.0 - MIN_PROBABILITY)
     np.testing.assert_allclose(
         fitted.predict_proba(X_cal)[:, 1], np.repeat(expected, 30)[np.argsort(np.argsort(score))]
     )

@@ -321,11 +321,15 @@ def test_single_class_warning_counts_only_weighted_rows():
     model, X_cal, y_cal, _ = _frozen_case()
     weights = (y_cal == 0).astype(float)
     n = int(weights.sum())
+    assert n < y_cal.size
     message = (
-        f"CalibratedVectorScaling: all {n} calibration rows have the class 0, one of the 3 "
-        "classes [0, 1, 2], so the calibration map learns that every row is of that class"
+        "CalibratedVectorScaling: the calibration rows hold no row of classes [1, 2] (of "
+        "[0, 1, 2]); those classes keep the model's own probability and the map calibrates "
+        "the other classes only. With the single class 0 left, nothing is calibrated: the "
+        "calibrated probabilities are the model's own. Calibrate on rows of every class to "
+        "calibrate them all."
     )
-    with pytest.warns(UserWarning, match=re.escape(message)):
+    with pytest.warns(UserWarning, match=f"^{re.escape(message)}$"):
         CalibratedVectorScaling(FrozenEstimator(model)).fit(X_cal, y_cal, sample_weight=weights)
 
 

@@ -196,13 +196,15 @@ def test_classwise_is_the_root_of_the_mean_clipped_per_class_squares():
     strategy=st.sampled_from(["uniform", "quantile"]),
     kind=st.sampled_from(["top_label", "classwise", 1]),
 )
-def test_integer_weights_act_as_repeated_rows(seed, n_bins, strategy, kind):
+def test_zero_and_unit_weights_act_as_removed_and_kept_rows(seed, n_bins, strategy, kind):
+    # Weights are relative (Kish's effective rows in the correction), so a weight of 2 is
+    # not two rows; weights of 0 and 1 remove and keep rows.
     rng = np.random.default_rng(seed)
     n = int(rng.integers(2, 40))
     proba = _random_proba(rng, n, 3)
     y = rng.integers(0, 3, size=n)
-    weights = rng.integers(0, 4, size=n)
-    weights[0] = 2  # a positive total
+    weights = rng.integers(0, 2, size=n)
+    weights[0] = 1  # a positive total
     binning = dict(n_bins=n_bins, strategy=strategy, labels=[0, 1, 2], kind=kind, squared=True)
     weighted = debiased_calibration_error(y, proba, sample_weight=weights, **binning)
     repeated = debiased_calibration_error(

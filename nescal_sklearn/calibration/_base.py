@@ -12,6 +12,10 @@ fitted on:
 
 A calibration map turns the estimator's logits (``n_samples, n_classes``) into calibrated
 probabilities; maps whose output is itself a logit vector derive from :class:`_LogitMap`.
+Every map is fitted under the same three rules for small or incomplete calibration sets
+(absent classes, fewer rows than parameters, no probability of exactly 0 or 1): they live
+in :mod:`._maps` and apply here, in :meth:`PostHocCalibrator._calibrate` and
+:meth:`_CalibratedClassifier.predict_proba`, to every calibrator alike.
 
 ``sample_weight`` reaches both: the map of every calibrator fits on the weights of its
 calibration rows, and the wrapped estimator's ``fit`` gets those of its training rows,
@@ -26,7 +30,6 @@ import warnings
 from numbers import Real
 
 import numpy as np
-from scipy.special import softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, _fit_context, clone
 from sklearn.exceptions import NotFittedError
 from sklearn.frozen import FrozenEstimator
@@ -52,30 +55,17 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
+from ._maps import (
+    PROBA_FLOOR,
+    ModelMixture,
+    PresentClassesMap,
+    _CalibrationMap,
+    fit_map,
+    fit_present_classes,
+    floor_probabilities,
+)
+
 __all__ = ["PostHocCalibrator"]
-
-#: Probabilities are clipped to this floor before taking their logarithm.
-PROBA_FLOOR = 1e-12
-
-
-class _CalibrationMap:
-    """A fitted map from an estimator's logits to calibrated probabilities."""
-
-    def fit(self, logits: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None):
-        raise NotImplementedError
-
-    def predict_proba(self, logits: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
-
-
-class _LogitMap(_CalibrationMap):
-    """A calibration map whose output is a logit vector: probabilities are its softmax."""
-
-    def transform(self, logits: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
-
-    def predict_proba(self, logits: np.ndarray) -> np.ndarray:
-        return softmax(self.transform(logits), axis=1)
 
 
 def _scores_to_logits(scores, response_method: str, n_classes: int) -> np.ndarray | None:
@@ -140,11 +130,19 @@ class _CalibratedClassifier:
         self.response_method = response_method
         self.n_classes = n_classes
 
+    @property
+    def absent_classes(self) -> np.ndarray:
+        """Indices of the classes absent from the calibration rows (they keep the model's
+        probability)."""
+        if isinstance(self.calibrator, PresentClassesMap):
+            return self.calibrator.absent_
+        return np.empty(0, dtype=np.intp)
+
     def logits(self, X) -> np.ndarray:
         return _estimator_logits(self.estimator, X, self.n_classes, self.response_method)[0]
 
     def predict_proba(self, X) -> np.ndarray:
-        return self.calibrator.predict_proba(self.logits(X))
+        return floor_probabilities(self.calibrator.predict_proba(self.logits(X)))
 
     def decision_function(self, X) -> np.ndarray:
         return self.calibrator.transform(self.logits(X))
@@ -160,6 +158,19 @@ class _CalibratedClassifier:
 def _plain(value):
     """``value`` with a numpy scalar turned into its Python equivalent, for messages."""
     return value.item() if isinstance(value, np.generic) else value
+
+
+def _plain_number(value: float) -> int | float:
+    """``value`` as an int when it is one (a count of rows), for messages."""
+    return int(value) if float(value).is_integer() else float(value)
+
+
+def _model_mixture(calibrator: _CalibrationMap) -> ModelMixture | None:
+    """The :class:`ModelMixture` a pair's map was put in, if any (also inside the map of
+    the present classes)."""
+    if isinstance(calibrator, PresentClassesMap):
+        calibrator = calibrator.map_
+    return calibrator if isinstance(calibrator, ModelMixture) else None
 
 
 def _encode_labels(y: np.ndarray, classes: np.ndarray) -> np.ndarray:
@@ -219,14 +230,38 @@ class PostHocCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
 
     Notes
     -----
-    ``fit`` refuses empty input. A calibration part holding a single class (one row, or
-    a frozen estimator's calibration data of one class; the held-out split never
-    produces one) is accepted, not refused. Maps with per-class parameters (vector and
-    matrix scaling, isotonic, histogram binning) learn from it that every row is of that
-    class, so ``fit`` warns (``UserWarning``); temperature-type maps share one
-    temperature across classes and warn only when the temperature they fit is
-    degenerate (see :class:`CalibratedTemperature`). Rows of zero ``sample_weight`` do
-    not count as calibration rows, here as in every map.
+    ``fit`` refuses empty input. Small or incomplete calibration sets are accepted, and
+    three rules, the same for every calibrator, keep them from making the model much
+    worse; ``fit`` warns (``UserWarning``, once per rule and fit) when the first two
+    apply. Rows of zero ``sample_weight`` do not count as calibration rows.
+
+    * **A class absent from the calibration rows keeps the model's own probability.**
+      A map cannot learn anything about a class it has no row of, and left to itself it
+      learns that the class never occurs (vector and matrix scaling, isotonic regression
+      and histogram binning drive it to probability 0). So for every row the absent
+      classes ``A`` get the model's probabilities ``p_A`` (``softmax`` of its logits), and
+      the map, fitted on the model's distribution over the present classes only (their
+      logits, renormalised by the softmax), shares out the remaining mass
+      ``1 - sum(p_A)`` among them. With a single present class (one row, or rows of one
+      class) there is nothing to calibrate, and the calibrated probabilities are the
+      model's own. The held-out split always calibrates on rows of every class, so
+      absent classes come from a frozen estimator's calibration data or a ``cv``.
+      Temperature-type maps follow the rule too, so the predicted class can then change
+      (between a present and an absent class) and ``predict`` follows ``predict_proba``.
+    * **A map with more parameters than calibration rows is mixed with the model.**
+      When the map learned more parameters than there are calibration rows ``n`` (the sum
+      of their weights when weighted: weights count as repetitions), its probabilities
+      are ``(1 - w) map + w p`` with the model's ``p`` and ``w = 1 / (n + 1)``, as the
+      ts-mix of :class:`CalibratedTemperature`'s ``guard="mixture"`` mixes with the
+      uniform distribution: ``n`` rows cannot tell a probability below about
+      ``1 / (n + 1)`` of the model's from zero, so no calibrated probability falls below
+      ``w`` times the model's, and an error costs at most ``log(n + 1)`` nats more than
+      the model's. Each calibrator's docstring gives its number of parameters; a map
+      fitted on at least as many rows is left exactly as it is.
+    * **No calibrated probability is exactly 0 or 1.** Probabilities below 1e-15 are
+      raised to it, and the others of their row scaled down by a common factor so that
+      the row sums to one (rows without one are left exactly as they are). An error
+      then costs at most 34.5 nats; ``decision_function`` is not floored.
 
     ``fit(X, y, sample_weight)`` weighs the calibration map (every calibrator) and the
     estimator's ``fit``. With scikit-learn's metadata routing enabled
@@ -237,10 +272,6 @@ class PostHocCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     (``calibrator.set_fit_request(sample_weight=True)``); see
     :meth:`get_metadata_routing`.
     """
-
-    #: Whether a calibration part of a single class makes the map predict that class
-    #: for every row (so that ``fit`` warns); temperature-type maps set it to False.
-    _collapses_on_one_class: bool = True
 
     _parameter_constraints: dict = {
         "estimator": [
@@ -266,6 +297,17 @@ class PostHocCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
 
     def _summarize(self) -> None:
         """Set summary attributes from ``calibrated_classifiers_`` (default: none)."""
+
+    def _map_attributes(self, name: str, identity) -> list:
+        """The fitted attribute ``name`` of every pair's map; ``identity``, its value for
+        the map that changes nothing, for a pair whose calibration rows held a single
+        class (no map is fitted there: the pair predicts the model's own probabilities)."""
+        values = []
+        for pair in self.calibrated_classifiers_:
+            calibrator = pair.calibrator
+            unfitted = isinstance(calibrator, PresentClassesMap) and calibrator.map_ is None
+            values.append(identity if unfitted else getattr(calibrator, name))
+        return values
 
     # -- fitting -----------------------------------------------------------------------
 
@@ -336,6 +378,7 @@ class PostHocCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             pairs = self._fit_refitted(
                 estimator, X, y, sample_weight, estimator_params, split_params
             )
+        self._warn_about_small_calibration_sets(pairs)
         self.calibrated_classifiers_ = pairs
         self.response_method_ = pairs[0].response_method
         self._summarize()
@@ -491,25 +534,66 @@ class PostHocCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         # Rows of zero weight count as absent: the map does not see them.
         weighted = y_encoded if sample_weight is None else y_encoded[sample_weight > 0]
         present = np.unique(weighted)
-        if self._collapses_on_one_class and present.size == 1:
-            label = _plain(self.classes_[present[0]])
-            rows = (
-                "the only calibration row has"
-                if weighted.size == 1
-                else f"all {weighted.size} calibration rows have"
+        n_classes = self.classes_.size
+        logits, response_method = _estimator_logits(fitted, X, n_classes, response_method)
+        if present.size < n_classes:
+            calibrator = fit_present_classes(
+                self._make_calibrator, present, logits, y_encoded, sample_weight
             )
+        else:
+            calibrator = fit_map(self._make_calibrator, logits, y_encoded, sample_weight)
+        return _CalibratedClassifier(fitted, calibrator, response_method, n_classes)
+
+    def _warn_about_small_calibration_sets(self, pairs: list[_CalibratedClassifier]) -> None:
+        """One warning per fit for each rule that changed a map (absent classes, too few
+        rows for the map's parameters), naming what it applied to."""
+        name = type(self).__name__
+        classes = self.classes_.tolist()
+        absent = [pair.absent_classes for pair in pairs]
+        parts = [i for i, missing in enumerate(absent) if missing.size]
+        if parts:
+            if len(pairs) == 1:
+                where = "the calibration rows hold no row of classes"
+                what = repr(self.classes_[absent[0]].tolist())
+            else:
+                where = "the calibration rows of the cross-fitting splits hold no row of classes"
+                what = ", ".join(
+                    f"{self.classes_[absent[i]].tolist()!r} in split {i}" for i in parts
+                )
+            single = [i for i in parts if pairs[i].calibrator.map_ is None]
+            nothing = ""
+            if single:
+                left = self.classes_[pairs[single[0]].calibrator.present_].tolist()
+                nothing = (
+                    f" With the single class {_plain(left[0])!r} left, nothing is calibrated: "
+                    "the calibrated probabilities are the model's own."
+                    if len(pairs) == 1
+                    else f" Splits {single} hold a single class, so nothing is calibrated "
+                    "there: their probabilities are the model's own."
+                )
             warnings.warn(
-                f"{type(self).__name__}: {rows} the class {label!r}, one of the "
-                f"{self.classes_.size} classes {self.classes_.tolist()!r}, so the "
-                "calibration map learns that every row is of that class and the calibrated "
-                "model predicts it for every row. Calibrate on rows of every class (with a "
-                "FrozenEstimator, pass calibration data that holds them).",
+                f"{name}: {where} {what} (of {classes!r}); those classes keep the model's "
+                "own probability and the map calibrates the other classes only."
+                f"{nothing} Calibrate on rows of every class to calibrate them all.",
                 UserWarning,
-                stacklevel=5,
+                stacklevel=4,
             )
-        logits, response_method = _estimator_logits(fitted, X, self.classes_.size, response_method)
-        calibrator = self._make_calibrator().fit(logits, y_encoded, sample_weight)
-        return _CalibratedClassifier(fitted, calibrator, response_method, self.classes_.size)
+        mixed = [(i, _model_mixture(pair.calibrator)) for i, pair in enumerate(pairs)]
+        mixed = [(i, mixture) for i, mixture in mixed if mixture is not None]
+        if mixed:
+            i, mixture = mixed[0]
+            where = "" if len(pairs) == 1 else f" (split {i}; {len(mixed)} of {len(pairs)} splits)"
+            n_rows = _plain_number(mixture.n_rows_)
+            warnings.warn(
+                f"{name}: the calibration map learned {mixture.n_parameters_} parameters from "
+                f"{n_rows} calibration rows{where}, more parameters than rows, so its "
+                f"probabilities are mixed with the model's own at weight 1/(n + 1) = "
+                f"{mixture.model_weight_:.3g}: no calibrated probability falls below "
+                f"{mixture.model_weight_:.3g} times the model's. Calibrate on more rows than "
+                "the map has parameters to use the map alone.",
+                UserWarning,
+                stacklevel=4,
+            )
 
     # -- prediction --------------------------------------------------------------------
 
@@ -569,8 +653,9 @@ class ArgmaxPreservingMixin:
     """For maps that never change the top class: ``predict`` is the estimator's own.
 
     With a single calibrated estimator (held-out or frozen mode) ``predict`` returns
-    exactly the wrapped estimator's ``predict``; with cross-fitting, the class with the
-    highest averaged calibrated probability.
+    exactly the wrapped estimator's ``predict``; with cross-fitting, or when classes were
+    absent from the calibration rows (whose probabilities the map then does not scale
+    with the others), the class with the highest (averaged) calibrated probability.
     """
 
     def predict(self, X):
@@ -586,9 +671,10 @@ class ArgmaxPreservingMixin:
         y_pred : ndarray of shape (n_samples,)
             Predicted labels, taken from ``classes_``.
         """
-        if len(getattr(self, "calibrated_classifiers_", ())) == 1:
+        pairs = getattr(self, "calibrated_classifiers_", ())
+        if len(pairs) == 1 and not pairs[0].absent_classes.size:
             X = self._validated_X(X)
-            return self.calibrated_classifiers_[0].estimator.predict(X)
+            return pairs[0].estimator.predict(X)
         return super().predict(X)
 
 
@@ -600,7 +686,9 @@ class LogitOutputMixin:
 
         With a single calibrated estimator these are the calibration map's output (for
         temperature scaling, the estimator's logits divided by the temperature); with
-        cross-fitting, the logarithm of the averaged calibrated probabilities.
+        cross-fitting, the logarithm of the averaged calibrated probabilities. They are
+        not floored: where ``predict_proba`` raises a probability to 1e-15 (see
+        :class:`PostHocCalibrator`), their softmax is below it.
 
         Parameters
         ----------

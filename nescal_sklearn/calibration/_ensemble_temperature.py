@@ -7,7 +7,8 @@ from scipy.optimize import minimize
 from scipy.special import softmax
 
 from ..metrics.logits import normalised_weights
-from ._base import ArgmaxPreservingMixin, PostHocCalibrator, _CalibrationMap
+from ._base import ArgmaxPreservingMixin, PostHocCalibrator
+from ._maps import _CalibrationMap
 from ._temperature import fit_temperature
 
 __all__ = ["CalibratedEnsembleTemperature"]
@@ -56,6 +57,9 @@ class _EnsembleTemperatureMap(_CalibrationMap):
 
     def predict_proba(self, logits):
         return np.tensordot(self.weights_, self._components(logits), axes=1)
+
+    def n_parameters(self) -> int:
+        return 3  # the temperature and two free weights on the simplex
 
 
 class CalibratedEnsembleTemperature(ArgmaxPreservingMixin, PostHocCalibrator):
@@ -119,9 +123,16 @@ class CalibratedEnsembleTemperature(ArgmaxPreservingMixin, PostHocCalibrator):
     ``T`` is fitted by :class:`CalibratedTemperature`'s search, with its warnings: when
     ``T`` is degenerate (at the lower bound because every calibration row is classified
     correctly, at the upper bound because the estimator does no better than uniform on
-    the calibration rows, as with one row or one class) ``fit`` warns, and accepts the
-    data as :class:`CalibratedTemperature` does. The mixture weights then decide how much
-    the degenerate component counts.
+    the calibration rows) ``fit`` warns, and accepts the data as
+    :class:`CalibratedTemperature` does. The mixture weights then decide how much the
+    degenerate component counts.
+
+    Small or incomplete calibration sets follow the rules of every calibrator (see
+    :class:`PostHocCalibrator`): classes absent from the calibration rows keep the
+    model's probability (``predict`` then follows ``predict_proba``), one class left
+    calibrates nothing (``temperature_`` 1, ``weights_`` (1, 0, 0)); the map has 3
+    parameters (``T`` and two free weights), so with fewer than 3 calibration rows it is
+    mixed with the model at weight ``1 / (n + 1)``; no probability is below 1e-15.
 
     References
     ----------
@@ -139,15 +150,10 @@ class CalibratedEnsembleTemperature(ArgmaxPreservingMixin, PostHocCalibrator):
     1.0
     """
 
-    # One shared temperature: a single-class calibration set does not collapse it (its
-    # degenerate cases warn in fit_temperature).
-    _collapses_on_one_class = False
-
     def _make_calibrator(self):
         return _EnsembleTemperatureMap()
 
     def _summarize(self):
-        calibrators = [pair.calibrator for pair in self.calibrated_classifiers_]
-        self.temperatures_ = np.array([c.temperature_ for c in calibrators])
+        self.temperatures_ = np.array(self._map_attributes("temperature_", 1.0))
         self.temperature_ = float(self.temperatures_.mean())
-        self.weights_ = np.mean([c.weights_ for c in calibrators], axis=0)
+        self.weights_ = np.mean(self._map_attributes("weights_", np.array([1.0, 0.0, 0.0])), axis=0)

@@ -56,6 +56,11 @@ class _HistogramMap(_OneVsRestMap):
     def _make_regressor(self):
         return _EqualMassHistogram(self.n_bins)
 
+    def _n_levels(self, regressor) -> int:
+        # The bins asked for, not those that ties leave: rounding that splits a tie must
+        # not decide whether the map counts as underdetermined.
+        return self.n_bins
+
 
 class CalibratedHistogramBinning(PostHocCalibrator):
     """One-vs-rest histogram binning with equal-mass bins, rows renormalised.
@@ -68,14 +73,20 @@ class CalibratedHistogramBinning(PostHocCalibrator):
     one histogram calibrates ``P(classes_[1])`` and ``P(classes_[0])`` is its complement.
     Tied scores always share a bin, so heavy ties give fewer bins.
 
-    Histogram binning does not minimise NLL, outputs probabilities of exactly 0 or 1 for
-    bins where the class is never or always observed (infinite NLL on new samples of the
-    other kind), and may change the predicted class. Modes (held-out split, ``cv``
+    Histogram binning does not minimise NLL, gives probabilities of 0 or 1 for bins where
+    the class is never or always observed (raised to 1e-15 or lowered to 1 minus it, so
+    an error costs 34.5 nats), and may change the predicted class. Modes (held-out split, ``cv``
     cross-fitting, :class:`sklearn.frozen.FrozenEstimator`) as in
     :class:`CalibratedTemperature`. With ``sample_weight`` (see :meth:`fit`) the bins
     hold equal shares of the weight, each predicts the weighted frequency of its class,
     and rows of zero weight are left out: integer weights act as repeated rows, and
     only the ratios of the weights matter.
+
+    Small or incomplete calibration sets follow the rules of every calibrator (see
+    :class:`PostHocCalibrator`): classes absent from the calibration rows keep the model's
+    probability; the map has ``n_bins`` parameters per
+    calibrated class (``k n_bins``; ``n_bins`` for two classes), so with fewer calibration
+    rows ``n`` it is mixed with the model at weight ``1 / (n + 1)``; no probability is below 1e-15.
 
     Parameters
     ----------

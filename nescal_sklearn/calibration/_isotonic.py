@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 from sklearn.isotonic import IsotonicRegression
 
 from ._base import PostHocCalibrator
@@ -13,6 +14,10 @@ __all__ = ["CalibratedIsotonic"]
 class _IsotonicMap(_OneVsRestMap):
     def _make_regressor(self):
         return IsotonicRegression(out_of_bounds="clip")
+
+    def _n_levels(self, regressor) -> int:
+        # The distinct levels of the fitted step function.
+        return int(np.unique(regressor.y_thresholds_).size)
 
 
 class CalibratedIsotonic(PostHocCalibrator):
@@ -28,12 +33,19 @@ class CalibratedIsotonic(PostHocCalibrator):
     points the regression interpolates in probability space, where scikit-learn's uses
     the raw ``decision_function`` when there is one.
 
-    Isotonic regression minimises squared error, not NLL, and can output probabilities of
-    exactly 0 for new samples (infinite NLL); it may also change the predicted class.
+    Isotonic regression minimises squared error, not NLL, and gives probabilities of 0
+    where a class was not observed (raised to 1e-15, so an error costs 34.5 nats); it
+    may also change the predicted class.
     Modes (held-out split, ``cv`` cross-fitting, :class:`sklearn.frozen.FrozenEstimator`)
     as in :class:`CalibratedTemperature`. With ``sample_weight`` (see :meth:`fit`) each
     regression is weighted and rows of zero weight are left out: integer weights act as
     repeated rows, and only the ratios of the weights matter.
+
+    Small or incomplete calibration sets follow the rules of every calibrator (see
+    :class:`PostHocCalibrator`): classes absent from the calibration rows keep the model's
+    probability; the map's parameters are the levels of
+    its fitted step functions (summed over the classes), so when there are more than
+    calibration rows ``n`` it is mixed with the model at weight ``1 / (n + 1)``; no probability is below 1e-15.
 
     Parameters
     ----------

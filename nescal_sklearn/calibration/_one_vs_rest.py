@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import softmax
 
-from ._base import _CalibrationMap
+from ._maps import _CalibrationMap
 
 
 class _OneVsRestMap(_CalibrationMap):
@@ -20,6 +20,13 @@ class _OneVsRestMap(_CalibrationMap):
     def _make_regressor(self):
         """An unfitted 1-D regressor with ``fit(x, target, sample_weight)`` and ``predict(x)``."""
         raise NotImplementedError
+
+    def _n_levels(self, regressor) -> int:
+        """Number of values the fitted 1-D regressor learned from the calibration rows."""
+        raise NotImplementedError
+
+    def n_parameters(self) -> int:
+        return sum(self._n_levels(regressor) for regressor in self.regressors_)
 
     @staticmethod
     def _calibrated_columns(n_classes: int) -> list[int]:

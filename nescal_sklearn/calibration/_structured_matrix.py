@@ -7,7 +7,8 @@ from numbers import Real
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
-from ._base import LogitOutputMixin, PostHocCalibrator, _LogitMap
+from ._base import LogitOutputMixin, PostHocCalibrator
+from ._maps import _LogitMap
 from ._objective import minimize_from_identity, nll_and_logit_gradient
 from ._temperature import fit_temperature, mix_with_uniform, uniform_mixture_weight
 
@@ -114,6 +115,21 @@ class _StructuredMatrixScalingMap(_LogitMap):
     def transform(self, logits):
         return self._scaled(logits) @ self.coef_.T + self.intercept_
 
+    def n_parameters(self) -> int:
+        """The temperature, and the entries of ``D`` and ``b`` that no penalty holds.
+
+        A positive ``lambda_*`` with ``tau > 0`` gives a ridge penalty that grows as the
+        calibration rows get fewer and keeps its group close to the ts-mix output, so
+        that group does not count.
+        """
+        k = self.intercept_.size
+        groups = [
+            (self.lambda_intercept, k),
+            (self.lambda_diagonal, k),
+            (self.lambda_off_diagonal, k * (k - 1)),
+        ]
+        return 1 + sum(size for strength, size in groups if strength == 0 or self.tau == 0)
+
 
 class CalibratedStructuredMatrixScaling(LogitOutputMixin, PostHocCalibrator):
     """Structured matrix scaling: ts-mix, then a ridge-regularised affine map of the logits.
@@ -216,6 +232,14 @@ class CalibratedStructuredMatrixScaling(LogitOutputMixin, PostHocCalibrator):
     reference implementation (``SMSCalibrator`` of the ``probmetrics`` package with its
     ridge penalty and BFGS solver), which this class follows.
 
+    Small or incomplete calibration sets follow the rules of every calibrator (see
+    :class:`PostHocCalibrator`): classes absent from the calibration rows keep the model's
+    probability; the temperature counts as 1 parameter, and
+    a group of ``D`` and ``b`` counts only when its ``lambda_*`` is 0 (or ``tau`` is 0), as
+    the penalty of the others grows as the rows get fewer (by default 1 parameter in
+    all; ``1 + k (k + 1)`` with every ``lambda_*`` 0), so with fewer calibration rows ``n``
+    the map is mixed with the model at weight ``1 / (n + 1)``; no probability is below 1e-15.
+
     The uniform mixture keeps every probability of the ts-mix output at least ``w / k``,
     so after step 1 an error on new data costs at most ``log(k (n + 1))`` nats, even on
     calibration data the estimator separates perfectly (where ``T`` goes to its lower
@@ -286,7 +310,6 @@ class CalibratedStructuredMatrixScaling(LogitOutputMixin, PostHocCalibrator):
         )
 
     def _summarize(self):
-        pairs = self.calibrated_classifiers_
-        self.temperatures_ = np.array([pair.calibrator.temperature_ for pair in pairs])
+        self.temperatures_ = np.array(self._map_attributes("temperature_", 1.0))
         self.temperature_ = float(self.temperatures_.mean())
-        self.mixture_weight_ = float(np.mean([pair.calibrator.mixture_weight_ for pair in pairs]))
+        self.mixture_weight_ = float(np.mean(self._map_attributes("mixture_weight_", 0.0)))

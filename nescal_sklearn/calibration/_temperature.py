@@ -11,7 +11,8 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import StrOptions
 
 from ..metrics.logits import LOG_TEMPERATURE_BOUNDS, optimal_log_temperature
-from ._base import ArgmaxPreservingMixin, LogitOutputMixin, PostHocCalibrator, _LogitMap
+from ._base import ArgmaxPreservingMixin, LogitOutputMixin, PostHocCalibrator
+from ._maps import _LogitMap
 
 __all__ = [
     "CalibratedTemperature",
@@ -251,6 +252,9 @@ class _TemperatureMap(_LogitMap):
     def transform(self, logits):
         return mix_with_uniform(logits / self.temperature_, self.mixture_weight_)
 
+    def n_parameters(self) -> int:
+        return 1
+
 
 class CalibratedTemperature(ArgmaxPreservingMixin, LogitOutputMixin, PostHocCalibrator):
     """Temperature scaling: calibrate a classifier by dividing its logits by one temperature.
@@ -261,7 +265,7 @@ class CalibratedTemperature(ArgmaxPreservingMixin, LogitOutputMixin, PostHocCali
     score is taken as the logit of ``classes_[1]``, i.e. ``z = [0, d]``), otherwise the
     logarithm of its ``predict_proba`` clipped at 1e-12. The search is a bounded 1-D
     minimisation over ``log T`` in [-10, 10]. Dividing by ``T > 0`` never changes the
-    predicted class.
+    predicted class (unless classes are absent from the calibration rows, see Notes).
 
     Three modes decide which data fit the estimator and which fit ``T``:
 
@@ -272,7 +276,8 @@ class CalibratedTemperature(ArgmaxPreservingMixin, LogitOutputMixin, PostHocCali
       ``CalibratedClassifierCV(ensemble=True)``; one (clone, ``T``) pair per fold and
       ``predict_proba`` averages the pairs' calibrated probabilities.
     * estimator wrapped in :class:`sklearn.frozen.FrozenEstimator`: it is not refitted
-      and all of ``X, y`` fit ``T``; classes absent from ``y`` keep their column.
+      and all of ``X, y`` fit ``T``; classes absent from ``y`` keep the model's
+      probability (see Notes).
 
     Parameters
     ----------
@@ -376,17 +381,17 @@ class CalibratedTemperature(ArgmaxPreservingMixin, LogitOutputMixin, PostHocCali
 
     * every calibration row already classified correctly: ``T`` goes to the lower bound
       and predictions become almost one-hot;
-    * the estimator no better than a uniform prediction on the calibration rows, as with
-      a single calibration row, or rows of a single class, whose class it scores below
-      average: ``T`` goes to the upper bound (about 2.2e4) and predictions become almost
-      uniform.
+    * the estimator no better than a uniform prediction on the calibration rows: ``T``
+      goes to the upper bound (about 2.2e4) and predictions become almost uniform.
 
-    A calibration set of one row or of one class is accepted, not refused: a temperature
-    fitted on one class is biased towards that class's confidence but never changes the
-    predicted class, so the model does not collapse (as maps with per-class parameters
-    do, which warn then), and the warnings above fire on the degenerate result itself,
-    whatever its cause. The held-out split calibrates on rows of every class, so such a
-    set comes from a frozen estimator's calibration data or a custom ``cv``.
+    Small or incomplete calibration sets follow the rules of every calibrator (see
+    :class:`PostHocCalibrator`): classes absent from the calibration rows keep the
+    model's probability and ``T`` is fitted on the model's distribution over the present
+    classes (then the predicted class can change between a present and an absent class,
+    and ``predict`` follows ``predict_proba``); a calibration set of one row or of one
+    class calibrates nothing (``temperature_`` 1, the model's own probabilities); no
+    probability is below 1e-15. The map has 1 parameter, so the mixture with the model
+    applies only to weights summing to less than 1.
 
     References
     ----------
@@ -407,10 +412,6 @@ class CalibratedTemperature(ArgmaxPreservingMixin, LogitOutputMixin, PostHocCali
     >>> bool(clf.temperature_ > 0)
     True
     """
-
-    # One shared temperature: a single-class calibration set does not collapse it (its
-    # degenerate cases warn in fit_temperature).
-    _collapses_on_one_class = False
 
     _parameter_constraints: dict = {
         **PostHocCalibrator._parameter_constraints,
@@ -435,13 +436,10 @@ class CalibratedTemperature(ArgmaxPreservingMixin, LogitOutputMixin, PostHocCali
         return _TemperatureMap(self.guard, seed=_bootstrap_seed(self.random_state))
 
     def _summarize(self):
-        pairs = self.calibrated_classifiers_
-        self.temperatures_ = np.array([pair.calibrator.temperature_ for pair in pairs])
+        self.temperatures_ = np.array(self._map_attributes("temperature_", 1.0))
         self.temperature_ = float(self.temperatures_.mean())
-        self.mixture_weight_ = float(np.mean([pair.calibrator.mixture_weight_ for pair in pairs]))
-        self.fitted_temperature_ = float(
-            np.mean([pair.calibrator.fitted_temperature_ for pair in pairs])
-        )
+        self.mixture_weight_ = float(np.mean(self._map_attributes("mixture_weight_", 0.0)))
+        self.fitted_temperature_ = float(np.mean(self._map_attributes("fitted_temperature_", 1.0)))
 
 
 def _bootstrap_seed(random_state) -> int:

@@ -8,7 +8,8 @@ import numpy as np
 from scipy.special import log_softmax
 from sklearn.utils._param_validation import Interval
 
-from ._base import LogitOutputMixin, PostHocCalibrator, _LogitMap
+from ._base import LogitOutputMixin, PostHocCalibrator
+from ._maps import _LogitMap
 from ._objective import minimize_from_identity, nll_and_logit_gradient
 
 __all__ = ["CalibratedVectorScaling", "CalibratedMatrixScaling"]
@@ -32,6 +33,9 @@ class _VectorScalingMap(_LogitMap):
 
     def transform(self, logits):
         return logits * self.scale_ + self.bias_
+
+    def n_parameters(self) -> int:
+        return 2 * self.scale_.size
 
 
 class _MatrixScalingMap(_LogitMap):
@@ -72,6 +76,10 @@ class _MatrixScalingMap(_LogitMap):
     def transform(self, logits):
         return log_softmax(logits, axis=1) @ self.coef_.T + self.intercept_
 
+    def n_parameters(self) -> int:
+        # ODIR's penalties do not grow as the rows get fewer: every parameter counts.
+        return self.coef_.size + self.intercept_.size
+
 
 class CalibratedVectorScaling(LogitOutputMixin, PostHocCalibrator):
     """Vector scaling: a per-class scale and bias on the logits, fitted by NLL.
@@ -85,6 +93,12 @@ class CalibratedVectorScaling(LogitOutputMixin, PostHocCalibrator):
     :class:`CalibratedTemperature`. With ``sample_weight`` (see :meth:`fit`) the NLL is
     the weighted mean over the calibration rows: integer weights act as repeated rows,
     zero weights as removed ones, and only the ratios of the weights matter.
+
+    Small or incomplete calibration sets follow the rules of every calibrator (see
+    :class:`PostHocCalibrator`): classes absent from the calibration rows keep the model's
+    probability; the map has ``2 k`` parameters for ``k`` classes (a scale and a bias per
+    class), so with fewer calibration rows ``n`` it is mixed with the model at weight
+    ``1 / (n + 1)``; no probability is below 1e-15.
 
     Parameters
     ----------
@@ -156,6 +170,13 @@ class CalibratedMatrixScaling(LogitOutputMixin, PostHocCalibrator):
     calibration rows (the penalty does not depend on their number): integer weights act
     as repeated rows, zero weights as removed ones, and only the ratios of the weights
     matter.
+
+    Small or incomplete calibration sets follow the rules of every calibrator (see
+    :class:`PostHocCalibrator`): classes absent from the calibration rows keep the model's
+    probability; the map has ``k (k + 1)`` parameters for ``k`` classes (``W`` and ``b``;
+    the ODIR penalty, whose strength does not grow as the rows get fewer, does not
+    change the count), so with fewer calibration rows ``n`` it is mixed with the model at
+    weight ``1 / (n + 1)``; no probability is below 1e-15.
 
     Parameters
     ----------

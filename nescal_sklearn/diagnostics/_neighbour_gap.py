@@ -295,6 +295,14 @@ def neighbour_confidence_gap(
     NeighbourConfidenceGap
         Per-edge arrays and the summary.
 
+    Warns
+    -----
+    UserWarning
+        When rows of the embeddings that the kNN graph is built on are all zero: their
+        cosine similarity to every row is 0, so their neighbours are arbitrary. Zero
+        rows are allowed (the graph builders accept them), but their edges say nothing
+        about the model.
+
     Examples
     --------
     Two 3-class distributions: ``g = TV = 0.2`` and ``b = √(2 · 0.0219) ≈ 0.209``.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -48,6 +49,22 @@ def query_neighbours(query: Any, reference: Any, n_neighbors: int) -> np.ndarray
         sims = queries[start : start + _QUERY_CHUNK] @ references.T
         out[start : start + _QUERY_CHUNK] = np.argsort(-sims, axis=1, kind="stable")[:, :k]
     return out
+
+
+def _warn_about_zero_rows(data: Any, name: str) -> None:
+    """Warn when rows of ``data`` are all zero: their cosine similarity to any row is
+    undefined (0), so the kNN search gives them arbitrary neighbours."""
+    rows = np.asarray(data, dtype=np.float64)
+    zero = int(np.sum(~np.any(rows != 0, axis=1)))
+    if zero:
+        warnings.warn(
+            f"{zero} of the {rows.shape[0]} rows of {name} are all zero. A zero row is "
+            "similar to no row (its cosine similarity is 0 to every row), so the kNN graph "
+            "joins it to arbitrary rows and its edges say nothing about the model's "
+            "neighbourhoods. Drop those rows, or pass edges.",
+            UserWarning,
+            stacklevel=4,
+        )
 
 
 def _check_rows(data: Any, name: str, n_rows: int, other: str) -> None:
@@ -135,6 +152,9 @@ def edge_pairs(
                 "on; got edges=None and embeddings=None."
             )
         _check_rows(embeddings, "embeddings", len(p_rows), "proba")
+        from_model = " (the estimator's embeddings of X)" if estimator is not None else ""
+        _unit_rows(embeddings, "embeddings")  # shape and finiteness, before the warning
+        _warn_about_zero_rows(embeddings, "embeddings" + from_model)
         if query_mode:
             if reference_embeddings is None:
                 raise ValueError(
@@ -144,6 +164,9 @@ def edge_pairs(
             _check_rows(
                 reference_embeddings, "reference_embeddings", len(q_rows), "reference_proba"
             )
+            reference = " (the estimator's embeddings of reference_X)" if from_model else ""
+            _unit_rows(reference_embeddings, "reference_embeddings")
+            _warn_about_zero_rows(reference_embeddings, "reference_embeddings" + reference)
             neighbours = query_neighbours(embeddings, reference_embeddings, n_neighbors)
         else:
             from ..graph import build_knn_graph

@@ -223,7 +223,12 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         stays on it and predicts there; a pickled model unpickles on the CPU.
     random_state : int, RandomState instance or None, default=None
         Seeds the split, weight initialisation, shuffling, dropout, the graph and
-        mixup. With an int, fits on the CPU at the same ``n_threads`` are identical.
+        mixup. With an int, fits on the CPU are identical from run to run and across
+        processes, and across ``n_threads`` too (the default network's layers of fewer
+        than 16 outputs take their gradients on one thread, because Intel MKL sums
+        products of 5 to 11 rows in a thread-dependent order); the exception is a
+        training batch of 5 to 11 rows (the last batch of an epoch can be one), whose
+        backward pass can make fits at different ``n_threads`` differ by rounding.
     verbose : int, default=0
         0: silent; 1: skorch's per-epoch table; 2: also a progress bar per epoch.
     n_members, numeric_embedding, categorical_embedding : deprecated

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,11 @@ __all__ = [
 
 # Keyword arguments of a metric that hold one value per row, resampled with the rows.
 ROW_ARGUMENTS = ("sample_weight", "features")
+
+#: The most resamples :func:`bootstrap_ci` and :func:`bootstrap_reliability_band` draw:
+#: far more than a percentile interval needs (its quantiles settle to about 1e-3 of the
+#: spread within 10 000), and a bound on the time and memory a typo can ask for.
+MAX_RESAMPLES = 100_000
 
 
 @dataclass(frozen=True, eq=False)
@@ -145,7 +151,7 @@ def bootstrap_ci(
         Predicted probabilities, resampled by row; a 1-D array (probability of the
         second class of a binary problem) works for the metrics that accept one.
     n_resamples : int, default=1000
-        Number of bootstrap resamples, at least 2.
+        Number of bootstrap resamples, from 2 to :data:`MAX_RESAMPLES` (100 000).
     confidence : float, default=0.95
         Nominal coverage of the interval, strictly between 0 and 1.
     random_state : int, RandomState instance or None, default=None
@@ -168,8 +174,15 @@ def bootstrap_ci(
     Raises
     ------
     ValueError
-        If ``n_resamples`` or ``confidence`` is out of range, or if ``y_true``,
-        ``y_proba`` and the per-row arguments differ in length.
+        If ``n_resamples``, ``confidence`` or ``random_state`` is invalid, if ``y_true``,
+        ``y_proba`` and the per-row arguments differ in length, or if every class of
+        ``y_true`` has a single row (no resample differs from the data).
+
+    Warns
+    -----
+    UserWarning
+        When some classes of ``y_true`` have a single row: every resample repeats it,
+        so the interval misses their variance and is too narrow.
 
     See Also
     --------
@@ -181,7 +194,9 @@ def bootstrap_ci(
     split, and keeps every resample scorable by metrics that need every class. Its
     standard error misses the part of the variance that comes from the class
     proportions themselves, which matters little unless the metric's mean differs
-    much between classes.
+    much between classes. A class of a single row is the same row in every resample,
+    so its part of the variance is missed altogether (``bootstrap_ci`` warns); when
+    every class has a single row no resample differs from the data, and it refuses.
 
     The percentile interval assumes the metric is about as biased on a resample as on
     the data. Binned calibration errors such as the ECE are not: their plug-in
@@ -210,9 +225,12 @@ def bootstrap_ci(
         raise TypeError(f"metric must be callable; got {plain(metric)!r}.")
     n_resamples = _check_n_resamples(n_resamples, "n_resamples")
     confidence = _check_confidence(confidence, "confidence")
+    rng = _check_random_state(random_state)
     y_true = np.asarray(y_true)
     y_proba = np.asarray(y_proba)
     n_samples = _check_rows(y_true, y_proba, metric_kwargs)
+    classes, strata = np.unique(y_true.reshape(n_samples, -1)[:, 0], return_inverse=True)
+    _check_strata(strata, classes, "bootstrap_ci")
     estimate = float(metric(y_true, y_proba, **metric_kwargs))
 
     row_arguments = {
@@ -220,9 +238,8 @@ def bootstrap_ci(
         for key, value in metric_kwargs.items()
         if key in ROW_ARGUMENTS and value is not None
     }
-    strata = np.unique(y_true.reshape(n_samples, -1)[:, 0], return_inverse=True)[1]
     values = np.empty(n_resamples)
-    for b, index in enumerate(_stratified_indices(strata, n_resamples, random_state)):
+    for b, index in enumerate(_stratified_indices(strata, n_resamples, rng)):
         kwargs = dict(metric_kwargs)
         kwargs.update({key: value[index] for key, value in row_arguments.items()})
         values[b] = metric(y_true[index], y_proba[index], **kwargs)
@@ -266,7 +283,7 @@ def bootstrap_reliability_band(
     y_true, y_proba, n_bins, strategy, labels, sample_weight, kind
         As in :func:`reliability_curve` (same defaults).
     n_resamples : int, default=200
-        Number of bootstrap resamples, at least 2.
+        Number of bootstrap resamples, from 2 to :data:`MAX_RESAMPLES` (100 000).
     confidence : float, default=0.95
         Nominal pointwise coverage, strictly between 0 and 1.
     random_state : int, RandomState instance or None, default=None
@@ -278,6 +295,16 @@ def bootstrap_reliability_band(
         ``curve`` (the full-data :class:`ReliabilityCurve`), ``low`` and ``high``
         (one entry per bin, NaN for empty bins), ``confidence``, ``n_resamples`` and
         the resampled per-bin frequencies ``accuracy``.
+
+    Raises
+    ------
+    ValueError
+        As :func:`bootstrap_ci`, also when every class of ``y_true`` has a single row.
+
+    Warns
+    -----
+    UserWarning
+        As :func:`bootstrap_ci`, when some classes of ``y_true`` have a single row.
 
     See Also
     --------
@@ -301,10 +328,12 @@ def bootstrap_reliability_band(
     strategy = check_strategy(strategy)
     n_resamples = _check_n_resamples(n_resamples, "n_resamples")
     confidence = _check_confidence(confidence, "confidence")
+    rng = _check_random_state(random_state)
     checked = check_classification_proba(
         y_true, y_proba, labels=labels, sample_weight=sample_weight
     )
     column = resolve_kind(kind, checked.labels)
+    _check_strata(checked.y_index, checked.labels, "bootstrap_reliability_band")
     curve = curve_from_checked(checked, column, n_bins, strategy)
 
     _, outcome, bin_index, _ = binned_rows(checked, column, n_bins, strategy)
@@ -312,7 +341,7 @@ def bootstrap_reliability_band(
     weighted_outcome = weight * outcome
 
     accuracy = np.empty((n_resamples, n_bins))
-    resamples = _stratified_indices(checked.y_index, n_resamples, random_state)
+    resamples = _stratified_indices(checked.y_index, n_resamples, rng)
     for b, index in enumerate(resamples):
         counts = np.bincount(bin_index[index], weights=weight[index], minlength=n_bins)
         hits = np.bincount(bin_index[index], weights=weighted_outcome[index], minlength=n_bins)
@@ -332,7 +361,7 @@ def bootstrap_reliability_band(
 
 
 def _stratified_indices(
-    strata: np.ndarray, n_resamples: int, random_state: Any
+    strata: np.ndarray, n_resamples: int, rng: np.random.RandomState
 ) -> Iterator[np.ndarray]:
     """Row indices of ``n_resamples`` bootstrap resamples, each drawn within each stratum.
 
@@ -340,7 +369,6 @@ def _stratified_indices(
     stratum's size: every row of stratum ``s`` is replaced by a uniformly drawn row of
     ``s``. The resample's rows come grouped by stratum.
     """
-    rng = check_random_state(random_state)
     order = np.argsort(strata, kind="stable")
     sizes = np.bincount(strata)
     starts = np.cumsum(sizes) - sizes
@@ -358,7 +386,47 @@ def _check_n_resamples(n_resamples: Any, name: str) -> int:
         or n_resamples < 2
     ):
         raise ValueError(f"{name} must be an integer >= 2; got {plain(n_resamples)!r}.")
+    if n_resamples > MAX_RESAMPLES:
+        raise ValueError(
+            f"{name} must be at most {MAX_RESAMPLES} (MAX_RESAMPLES); got "
+            f"{plain(n_resamples)!r}. A percentile interval settles long before that."
+        )
     return int(n_resamples)
+
+
+def _check_random_state(random_state: Any) -> np.random.RandomState:
+    """The ``RandomState`` of ``random_state``; a ``ValueError`` names a bad one."""
+    try:
+        return check_random_state(random_state)
+    except ValueError:
+        raise ValueError(
+            "random_state must be None, an int or a numpy.random.RandomState instance; "
+            f"got {plain(random_state)!r}."
+        ) from None
+
+
+def _check_strata(strata: np.ndarray, classes: np.ndarray, function: str) -> None:
+    """Refuse classes that all have a single row (no resample differs from the data);
+    warn about some that have (their rows never vary, so the interval is too narrow)."""
+    sizes = np.bincount(strata, minlength=len(classes))
+    present = sizes > 0
+    single = np.asarray(classes)[present & (sizes == 1)].tolist()
+    if not single:
+        return
+    if len(single) == int(present.sum()):
+        raise ValueError(
+            f"{function} cannot resample: every class of y_true has a single row "
+            f"(classes {single!r}), and a class-stratified resample redraws each class's "
+            "only row, so every resample is the data itself and the interval would have "
+            "zero width. Pass more rows per class."
+        )
+    warnings.warn(
+        f"{function}: the classes {single!r} of y_true have a single row each, which "
+        "every class-stratified resample redraws, so their rows never vary and the "
+        "interval is too narrow. Pass more rows of those classes.",
+        UserWarning,
+        stacklevel=3,
+    )
 
 
 def _check_confidence(confidence: Any, name: str) -> float:

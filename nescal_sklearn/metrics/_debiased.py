@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ._binning import ReliabilityCurve, curve_from_checked
+from ._binning import binned_rows, curve_from_checked
 from ._validation import (
     TOP_LABEL,
     check_classification_proba,
@@ -48,6 +48,8 @@ def debiased_calibration_error(
     A bin of fewer than two rows contributes 0 (its rows still count in ``n``). The
     function returns the debiased L2 error ``sqrt(max(squared_error, 0))``, as their
     reference code does, or with ``squared=True`` the debiased squared error itself.
+    With ``sample_weight``, ``n_b`` in the correction is the bin's effective number of
+    rows (see the parameter).
 
     Parameters
     ----------
@@ -66,10 +68,18 @@ def debiased_calibration_error(
         The class of each column of ``y_proba``; defaults to the sorted unique
         values of ``y_true`` and is required when ``y_true`` lacks a class.
     sample_weight : array-like of shape (n_samples,), default=None
-        Non-negative *frequency* weights: a row of weight 3 counts as three rows, so
-        ``n_b`` is the total weight of bin ``b`` (and a bin of total weight at most 1
-        contributes 0). Scaling every weight by a constant changes the correction;
-        pass counts, not normalised weights.
+        Non-negative *relative* weights: only their ratios matter, so counts and
+        normalised weights (summing to 1) give the same error. The means ``ybar_b`` and
+        ``pbar_b`` are weighted, each bin counts by its share of the total weight, and
+        the correction divides by ``n_eff_b - 1``, where ``n_eff_b = (sum w)**2 /
+        sum w**2`` over the rows of bin ``b`` is Kish's effective number of rows (``n_b``
+        without weights; a bin with one row of positive weight contributes 0). This
+        keeps the estimator unbiased: for independent rows of a bin sharing one
+        frequency ``q`` (Kumar et al.'s model), the weighted ``ybar_b`` has variance
+        ``q (1 - q) / n_eff_b`` and ``ybar_b (1 - ybar_b)`` has expectation
+        ``q (1 - q) (1 - 1 / n_eff_b)``. A weight says how much a row counts, not how
+        many independent rows it stands for: a row of weight 3 is one row
+        (``n_eff = 1``), three rows of weight 1 are three; repeat rows to count them.
     kind : "top_label", "classwise" or a class label, default="top_label"
         ``"top_label"``: the error of the most probable class (the top-label
         calibration error). ``"classwise"``: Kumar et al.'s *marginal* calibration
@@ -141,7 +151,7 @@ def debiased_calibration_error(
     if isinstance(kind, str) and kind == CLASSWISE:
         per_class = np.array(
             [
-                _debiased_squared_error(curve_from_checked(checked, column, n_bins, strategy))
+                _debiased_squared_error(checked, column, n_bins, strategy)
                 for column in range(checked.proba.shape[1])
             ]
         )
@@ -155,15 +165,24 @@ def debiased_calibration_error(
             f"kind must be {TOP_LABEL!r}, {CLASSWISE!r} or one of the classes "
             f"{checked.labels.tolist()}; got {plain(kind)!r}."
         ) from None
-    error = _debiased_squared_error(curve_from_checked(checked, column, n_bins, strategy))
+    error = _debiased_squared_error(checked, column, n_bins, strategy)
     return error if squared else float(np.sqrt(max(error, 0.0)))
 
 
-def _debiased_squared_error(curve: ReliabilityCurve) -> float:
-    """Kumar et al.'s debiased squared L2 error of one reliability curve (not clipped)."""
+def _debiased_squared_error(checked, column: int | None, n_bins: int, strategy: str) -> float:
+    """Kumar et al.'s debiased squared L2 error of one reliability curve (not clipped),
+    with Kish's effective number of rows of each bin in the correction."""
+    curve = curve_from_checked(checked, column, n_bins, strategy)
+    bin_index = binned_rows(checked, column, n_bins, strategy)[2]
     counts = curve.counts
-    enough = counts > 1  # fewer than two rows: no variance estimate, the bin adds 0
+    # Kish's (sum w)**2 / sum w**2, of the weights over their largest (no underflow): the
+    # number of rows without weights, 1 for a single row of positive weight.
+    relative = checked.sample_weight / np.max(checked.sample_weight)
+    sums = np.bincount(bin_index, weights=relative, minlength=n_bins)
+    squares = np.bincount(bin_index, weights=relative**2, minlength=n_bins)
+    effective = np.divide(sums**2, squares, out=np.zeros(n_bins), where=squares > 0)
+    enough = effective > 1  # a single row: no variance estimate, the bin adds 0
     frequency = curve.accuracy[enough]
     gap = frequency - curve.confidence[enough]
-    variance = frequency * (1.0 - frequency) / (counts[enough] - 1.0)
+    variance = frequency * (1.0 - frequency) / (effective[enough] - 1.0)
     return float(np.sum(counts[enough] * (gap**2 - variance)) / np.sum(counts))

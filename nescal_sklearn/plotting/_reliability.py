@@ -266,7 +266,8 @@ class ReliabilityDisplay:
             curve: per bin, the percentile interval of the observed frequency over
             resamples drawn within each class, the bins kept fixed. None or 0: no band.
         band_confidence : float, default=0.95
-            Pointwise coverage of the band, strictly between 0 and 1.
+            Pointwise coverage of the band, strictly between 0 and 1 (checked also
+            without a band).
         random_state : int, RandomState instance or None, default=None
             Seed of the resampling; an int draws the same band on every call.
         **kwargs : dict
@@ -393,7 +394,8 @@ class ReliabilityDisplay:
             curve: per bin, the percentile interval of the observed frequency over
             resamples drawn within each class, the bins kept fixed. None or 0: no band.
         band_confidence : float, default=0.95
-            Pointwise coverage of the band, strictly between 0 and 1.
+            Pointwise coverage of the band, strictly between 0 and 1 (checked also
+            without a band).
         random_state : int, RandomState instance or None, default=None
             Seed of the resampling; an int draws the same band on every call.
         **kwargs : dict
@@ -487,7 +489,8 @@ def plot_classwise_reliability(
         curve, as in :meth:`ReliabilityDisplay.from_predictions`. Every panel uses the
         same resamples of the rows when ``random_state`` is an int. None or 0: no band.
     band_confidence : float, default=0.95
-        Pointwise coverage of the bands, strictly between 0 and 1.
+        Pointwise coverage of the bands, strictly between 0 and 1 (checked also
+        without bands).
     random_state : int, RandomState instance or None, default=None
         Seed of the resampling.
     **kwargs : dict
@@ -544,7 +547,20 @@ def _binning(n_bins: Any, strategy: Any, labels: Any, sample_weight: Any) -> dic
 def _band_settings(
     n_bootstrap: Any, band_confidence: Any, random_state: Any
 ) -> dict[str, Any] | None:
-    """The resampling arguments of the bootstrap band, or None when no band is asked for."""
+    """The resampling arguments of the bootstrap band, or None when no band is asked for.
+
+    ``band_confidence`` is checked either way: a bad value is a mistake even where it
+    goes unused.
+    """
+    if (
+        isinstance(band_confidence, bool | np.bool_)
+        or not isinstance(band_confidence, numbers.Real)
+        or not 0.0 < band_confidence < 1.0
+    ):
+        raise ValueError(
+            "band_confidence must be a number strictly between 0 and 1; "
+            f"got {_plain(band_confidence)!r}."
+        )
     if n_bootstrap is None or (
         isinstance(n_bootstrap, numbers.Integral)
         and not isinstance(n_bootstrap, bool | np.bool_)
@@ -558,15 +574,6 @@ def _band_settings(
     ):
         raise ValueError(
             f"n_bootstrap must be None, 0 or an integer >= 2; got {_plain(n_bootstrap)!r}."
-        )
-    if (
-        isinstance(band_confidence, bool | np.bool_)
-        or not isinstance(band_confidence, numbers.Real)
-        or not 0.0 < band_confidence < 1.0
-    ):
-        raise ValueError(
-            "band_confidence must be a number strictly between 0 and 1; "
-            f"got {_plain(band_confidence)!r}."
         )
     return dict(
         n_resamples=int(n_bootstrap),
