@@ -38,6 +38,10 @@ _EXPORTS: dict[str, str] = {
     "CalibratedIsotonic": "calibration",
     "CalibratedHistogramBinning": "calibration",
     "CalibratedEnsembleTemperature": "calibration",
+    "CalibratedQuadraticScaling": "calibration",
+    "CrossFitClassifier": "calibration",
+    # the recommended model
+    "make_recommended_classifier": "recommended",
     # metrics, scorers, plotting
     "expected_calibration_error": "metrics",
     "classwise_calibration_error": "metrics",
@@ -77,9 +81,11 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
         CalibratedHistogramBinning,
         CalibratedIsotonic,
         CalibratedMatrixScaling,
+        CalibratedQuadraticScaling,
         CalibratedStructuredMatrixScaling,
         CalibratedTemperature,
         CalibratedVectorScaling,
+        CrossFitClassifier,
     )
     from .diagnostics import (  # noqa: F401
         fisher_laplacian_ratio,
@@ -105,6 +111,7 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
     from .penalties import NeighbourhoodSmoothing, js_divergence  # noqa: F401
     from .plotting import ReliabilityDisplay  # noqa: F401
     from .preprocessing import RobustSmoothClipScaler, make_tabular_preprocessor  # noqa: F401
+    from .recommended import make_recommended_classifier  # noqa: F401
     from .scorers import (  # noqa: F401
         neg_classwise_calibration_error,
         neg_debiased_calibration_error,

@@ -57,6 +57,7 @@ ALLOWED: dict[str, frozenset[str]] = {
             "plotting",
         }
     ),
+    "recommended": frozenset({"estimator", "calibration", "preprocessing"}),
     "benchmark": frozenset(
         {
             "metrics",

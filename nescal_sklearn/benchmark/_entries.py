@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ._conditions import CLEAN, CONDITIONS, Condition
-from ._methods import METHOD_KINDS, MethodSpec, ParameterConflict
+from ._methods import FIT_ON, METHOD_KINDS, MethodSpec, ParameterConflict
 from ._registry import CALIBRATORS, METRICS
 from ._sources import SOURCES, DatasetSource, ImbalancedSource
 from ._specs import (
@@ -85,7 +85,7 @@ def datasets_section(data: Any, data_dir: Path | None) -> tuple[DatasetSource, .
 # --------------------------------------------------------------------------- methods
 def method_entry(path: str, entry: Any, *, check_params: bool = True) -> MethodSpec:
     """One ``methods`` entry; ``check_params=False`` only reads its structure."""
-    _mapping(path, entry, ("name", "params", "grid", *METHOD_KINDS))
+    _mapping(path, entry, ("name", "params", "grid", "fit_on", *METHOD_KINDS))
     keys = [key for key in entry if key in METHOD_KINDS]
     if len(keys) != 1:
         names = " and ".join(f"'{k}'" for k in METHOD_KINDS)
@@ -119,7 +119,23 @@ def method_entry(path: str, entry: Any, *, check_params: bool = True) -> MethodS
         checked_grid[name] = tuple(values)
     name = entry.get("name", kind.default_name)
     _check_label(f"{path}.name", name)
-    return MethodSpec(name=name, kind=kind, params=dict(params), grid=checked_grid, targets=targets)
+    fit_on = entry.get("fit_on", "train")
+    if fit_on not in FIT_ON:
+        raise _fail(f"{path}.fit_on", f"one of {list(FIT_ON)}", fit_on)
+    if fit_on != "train" and checked_grid:
+        raise ConfigError(
+            f"{path}.grid",
+            f"a method with fit_on={fit_on!r} trains on the validation rows, so no held-out "
+            "rows are left to choose a grid point on; give it one point (params) per method",
+        )
+    return MethodSpec(
+        name=name,
+        kind=kind,
+        params=dict(params),
+        grid=checked_grid,
+        targets=targets,
+        fit_on=fit_on,
+    )
 
 
 def _check_label(path: str, name: Any) -> str:

@@ -77,7 +77,7 @@ def collect_warnings(into: list[str]):
 THREAD_PARAMS = ("n_threads",)
 
 
-def _fit(estimator, split: Split, threads: int | None = None):
+def _fit(estimator, split: Split, threads: int | None = None, fit_on: str = "train"):
     """Fit; ``X_val``/``y_val`` go to estimators whose ``fit`` takes them (early stopping).
 
     Every estimator gets the same validation rows: ``NeSCalClassifier``,
@@ -92,6 +92,9 @@ def _fit(estimator, split: Split, threads: int | None = None):
         unset = {name: threads for name in THREAD_PARAMS if name in params and params[name] is None}
         if unset:
             estimator.set_params(**unset)
+    if fit_on == "train+validation":  # a method that calibrates itself out of fold
+        X = np.concatenate([split.X_train, split.X_val])
+        return estimator.fit(X, np.concatenate([split.y_train, split.y_val]))
     accepted = inspect.signature(estimator.fit).parameters
     wants_val = "X_val" in accepted and "y_val" in accepted
     if wants_val and estimator.get_params().get("early_stopping", True) is not False:
@@ -107,6 +110,10 @@ def _fit_info(model) -> dict:
         value = getattr(model, attr, None)
         if value is not None:
             info[attr.rstrip("_")] = value if isinstance(value, str) else int(np.max(value))
+    # A model that weighs and calibrates members out of fold (CrossFitClassifier).
+    if isinstance(getattr(model, "calibration_", None), str):
+        info["calibration"] = model.calibration_
+        info["weights"] = [float(w) for w in model.weights_]
     history = getattr(model, "history_", None)
     if history is not None:
         # Seconds per fit of the parts a report prices separately (NeSCal's graph build and
@@ -118,12 +125,15 @@ def _fit_info(model) -> dict:
     return info
 
 
-def _calibrate(model, split: Split, calibrators) -> tuple[dict, dict]:
+def _calibrate(model, split: Split, calibrators, fit_on: str = "train") -> tuple[dict, dict]:
     """``({"raw": model, stage: fitted calibrator, ...}, {stage: {"error": ...}})``: each
     calibrator around ``FrozenEstimator(model)`` fitted on the validation rows; one that
-    raises fails its stage only."""
+    raises fails its stage only. A model fitted on the validation rows too calibrates
+    itself: every stage is the model's own output."""
     stages = {"raw": model}
     failed: dict[str, dict] = {}
+    if fit_on == "train+validation":
+        return {"raw": model, **{spec.stage: model for spec in calibrators}}, failed
     for spec in calibrators:
         calibrator = CALIBRATORS[spec.name](FrozenEstimator(model), **spec.params)
         try:
@@ -149,8 +159,8 @@ def _refit_conditions(task: FitTask, split: Split, context: ConditionContext) ->
             continue
         start = time.perf_counter()
         try:
-            model = _fit(clone(task.estimator), reduced, task.budget.threads)
-            stages, failed = _calibrate(model, reduced, task.calibrators)
+            model = _fit(clone(task.estimator), reduced, task.budget.threads, task.method.fit_on)
+            stages, failed = _calibrate(model, reduced, task.calibrators, task.method.fit_on)
             conditions[condition.name] = evaluate_refit(
                 condition, stages, reduced, context, task.seed
             )
@@ -175,12 +185,12 @@ def execute_fit(task: FitTask) -> dict:
         split, split_name = task.dataset.split(data, task.seed, task.splits, task.budget.max_rows)
         start = time.perf_counter()
         with collect_warnings(caught):
-            model = _fit(clone(task.estimator), split, task.budget.threads)
+            model = _fit(clone(task.estimator), split, task.budget.threads, task.method.fit_on)
         fit_seconds = time.perf_counter() - start
 
         start = time.perf_counter()
         with collect_warnings(caught):
-            stages, failed = _calibrate(model, split, task.calibrators)
+            stages, failed = _calibrate(model, split, task.calibrators, task.method.fit_on)
         calibration_seconds = time.perf_counter() - start
         context = ConditionContext(split, task.dataset.name, task.data.data_dir)
         start = time.perf_counter()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from typing import Any, ClassVar
 from ._specs import Budget, ConfigError, _fail
 
 __all__ = [
+    "FIT_ON",
     "METHOD_KINDS",
     "ClassifierMethod",
     "LossMethod",
@@ -34,6 +36,12 @@ __all__ = [
     "resolved_params",
     "stated_params",
 ]
+
+#: The rows a method is fitted on: the training rows (the validation rows then fit the
+#: calibrators of the stages and choose grid points), or the training and the validation
+#: rows, for a method that calibrates itself out of fold (every calibrator stage is then
+#: the method's own output).
+FIT_ON = ("train", "train+validation")
 
 #: Estimator parameters that the runner sets (seeds, verbosity, the loss itself).
 RUNNER_PARAMS = ("random_state", "verbose", "loss")
@@ -173,6 +181,11 @@ class MethodKind(ABC):
             raise ParameterConflict(None, str(exc)) from None
 
     @property
+    def estimator_path(self) -> str:
+        """The import path of the estimator class, as the configuration states it."""
+        return self.ref
+
+    @property
     def uses_neighbours(self) -> bool:
         """Whether the estimator trains with a neighbour loss (the report's reference)."""
         return False
@@ -220,6 +233,49 @@ def _import_path(path: str, ref: str) -> Any:
         raise ConfigError(path, f"cannot import {ref!r}: {exc}") from None
 
 
+def _instance(cls: type):
+    """``cls()``, with None for the arguments its constructor requires (the members of a
+    meta-estimator, which the configuration's params then give)."""
+    required = [
+        name
+        for name, p in inspect.signature(cls).parameters.items()
+        if p.default is inspect.Parameter.empty
+        and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    ]
+    return cls(**dict.fromkeys(required))
+
+
+def built_value(path: str, value: Any) -> Any:
+    """A parameter value with every nested ``{"class": import path, "params": {...}}``
+    built as that estimator (inside lists too), so that a configuration can give a
+    meta-estimator its members (``CrossFitClassifier(estimators=[[name, {...}], ...])``).
+    The import paths are code the configuration runs, as ``"estimator"`` is.
+
+    Examples
+    --------
+    >>> built_value("p", [["lr", {"class": "sklearn.linear_model.LogisticRegression",
+    ...                           "params": {"C": 2.0}}]])
+    [('lr', LogisticRegression(C=2.0))]
+    """
+    if isinstance(value, Mapping) and set(value) in ({"class"}, {"class", "params"}):
+        cls = _import_path(f"{path}.class", value["class"])
+        params = value.get("params", {})
+        if not isinstance(cls, type) or not isinstance(params, Mapping):
+            raise _fail(path, "{'class': an import path of an estimator, 'params': {...}}", value)
+        built = {k: built_value(f"{path}.params.{k}", v) for k, v in params.items()}
+        try:
+            return cls(**built)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(path, f"cannot build {value['class']}: {exc}") from None
+    if isinstance(value, list):
+        items = [built_value(f"{path}[{i}]", v) for i, v in enumerate(value)]
+        # A [name, estimator] pair becomes a tuple, as scikit-learn's meta-estimators want.
+        if len(items) == 2 and isinstance(items[0], str) and hasattr(items[1], "get_params"):
+            return tuple(items)
+        return items
+    return value
+
+
 def _module_class(path: str, value: Any):
     """A config's ``module``: an import path of a ``torch.nn.Module`` subclass (or the class)."""
     if value is None or isinstance(value, type):
@@ -260,6 +316,10 @@ class LossMethod(MethodKind):
 
     def describe(self) -> str:
         return f"loss={self.ref}"
+
+    @property
+    def estimator_path(self) -> str:
+        return "nescal_sklearn.NeSCalClassifier"
 
     def parameter_target(self, name: str, where: str) -> str:
         loss_names = _loss_parameter_names(self.ref)
@@ -375,11 +435,15 @@ class ClassifierMethod(MethodKind):
                 and is_classifier(found())
                 and hasattr(found, "predict_proba")
             )
-        except TypeError:  # a class whose constructor needs arguments
-            ok = False
+        except TypeError:  # a meta-estimator whose members the params give
+            from sklearn.base import ClassifierMixin
+
+            ok = issubclass(found, ClassifierMixin) and hasattr(found, "predict_proba")
         if not ok:
             raise _fail(path, "a scikit-learn classifier class with predict_proba", ref)
-        return cls(public_path(found))
+        # The path as the configuration states it: a record's key must not change when a
+        # library later exports the class from a shorter path.
+        return cls(ref if "." in ref else public_path(found))
 
     @property
     def estimator_class(self) -> type:
@@ -396,7 +460,7 @@ class ClassifierMethod(MethodKind):
     def parameter_target(self, name: str, where: str) -> str:
         if name == "random_state":
             raise ConfigError(where, "set by the runner from the seeds, not by the config")
-        names = set(self.estimator_class().get_params(deep=True))
+        names = set(_instance(self.estimator_class).get_params(deep=True))
         if name not in names:
             raise ConfigError(
                 where,
@@ -405,7 +469,8 @@ class ClassifierMethod(MethodKind):
         return name
 
     def check_value(self, path: str, target: str, value: Any) -> None:
-        estimator = self.estimator_class()
+        estimator = _instance(self.estimator_class)
+        value = built_value(path, value)
 
         def check():
             estimator.set_params(**{target: value})
@@ -414,10 +479,10 @@ class ClassifierMethod(MethodKind):
         _library_check(path, check)
 
     def build(self, params: Mapping[str, Any], seed: int):
-        estimator = self.estimator_class()
-        if "random_state" in estimator.get_params():
+        estimator = _instance(self.estimator_class)
+        if "random_state" in estimator.get_params(deep=False):
             estimator.set_params(random_state=seed)
-        return estimator.set_params(**params)
+        return estimator.set_params(**{k: built_value(k, v) for k, v in params.items()})
 
 
 #: Configuration key of a method entry -> its kind.
@@ -445,6 +510,7 @@ class MethodSpec:
     params: Mapping[str, Any] = field(default_factory=dict)
     grid: Mapping[str, tuple] = field(default_factory=dict)
     targets: Mapping[str, str] | None = None
+    fit_on: str = "train"
 
     def points(self) -> list[dict]:
         """The grid points (configuration names), in a stable order."""
@@ -471,9 +537,12 @@ class MethodSpec:
         return self.kind.build(self.estimator_params(point, budget), seed)
 
     def to_json(self) -> dict:
-        return {
+        out = {
             "name": self.name,
             **self.kind.to_json(),
             "params": dict(self.params),
             "grid": {name: list(values) for name, values in self.grid.items()},
         }
+        if self.fit_on != "train":
+            out["fit_on"] = self.fit_on
+        return out

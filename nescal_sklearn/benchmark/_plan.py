@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ._config import BenchmarkConfig
-from ._methods import MethodSpec, public_path, stated_params
+from ._methods import MethodSpec, stated_params
 from ._records import RECORD_FORMAT, identity_differences, record_key
 from ._sources import DataContext, DatasetSource
 from ._specs import Budget, CalibratorSpec, Splits
@@ -83,19 +83,22 @@ def fit_identity(
     setting), never the library's resolved defaults: a default that changes later cannot
     change what a stored record means, nor orphan it.
     """
-    return {
+    identity = {
         "dataset": dataset.identity(),
         "max_rows": config.budget.max_rows,
         "split": dataset.split_identity(config.splits),
         "method": method.name,
         "kind": method.kind.to_json(),
-        "estimator": public_path(type(estimator)),
+        "estimator": method.kind.estimator_path,
         "params": stated_params(params),
         "seed": seed,
         "calibrators": [c.to_json() for c in config.calibrators],
         "conditions": [c.to_json() for c in config.conditions],
         "threads": config.budget.threads,
     }
+    if method.fit_on != "train":  # absent by default: the keys of earlier runs stay valid
+        identity["fit_on"] = method.fit_on
+    return identity
 
 
 def make_task(config: BenchmarkConfig, dataset, method, point, seed, stage) -> FitTask:

@@ -27,16 +27,17 @@ from __future__ import annotations
 
 import math
 import warnings
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
+from scipy.special import softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, _fit_context, clone
 from sklearn.exceptions import NotFittedError
 from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import check_cv
 from sklearn.utils import _safe_indexing, check_random_state, get_tags, indexable
-from sklearn.utils._param_validation import HasMethods, Interval
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metadata_routing import (
     MetadataRouter,
     MethodMapping,
@@ -227,9 +228,25 @@ class PostHocCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         ``StratifiedKFold``). Must be ``None`` with a frozen estimator.
     random_state : int, RandomState instance or None, default=None
         Seeds the held-out split. Ignored with ``cv`` or a frozen estimator.
+    cv_calibration : {"per_fold", "pooled"}, default="per_fold"
+        With ``cv``: one calibration map fitted on the pooled out-of-fold logits of all
+        rows (every row calibrates), applied to the average of the fold models'
+        probabilities; or one map per fold, fitted on that fold's held-out rows and
+        applied to its own model, the probabilities then averaged. Ignored without
+        ``cv``.
+    n_jobs : int or None, default=None
+        With ``cv``: the fold models are fitted in parallel through joblib (``None``: one
+        at a time, unless a ``joblib.parallel_backend`` context, such as a dask
+        cluster's, says otherwise).
 
     Notes
     -----
+    With ``cv``, an estimator whose ``fit`` takes ``X_val``/``y_val`` and early-stops on
+    them (``NeSCalClassifier``, ``HistGradientBoostingClassifier(early_stopping=True)``)
+    early-stops each fold model on the fold it did not train on, instead of holding out
+    rows of its own; ``oof_proba_`` then holds the calibrated probabilities of every row
+    from the fold model that did not train on it.
+
     ``fit`` refuses empty input. Small or incomplete calibration sets are accepted, and
     three rules, the same for every calibrator, keep them from making the model much
     worse; ``fit`` warns (``UserWarning``, once per rule and fit) when the first two
@@ -282,13 +299,26 @@ class PostHocCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "cv": ["cv_object"],
         "random_state": ["random_state"],
+        "cv_calibration": [StrOptions({"pooled", "per_fold"})],
+        "n_jobs": [None, Integral],
     }
 
-    def __init__(self, estimator=None, *, validation_fraction=0.2, cv=None, random_state=None):
+    def __init__(
+        self,
+        estimator=None,
+        *,
+        validation_fraction=0.2,
+        cv=None,
+        random_state=None,
+        cv_calibration="per_fold",
+        n_jobs=None,
+    ):
         self.estimator = estimator
         self.validation_fraction = validation_fraction
         self.cv = cv
         self.random_state = random_state
+        self.cv_calibration = cv_calibration
+        self.n_jobs = n_jobs
 
     # -- hooks for subclasses ----------------------------------------------------------
 
@@ -472,27 +502,54 @@ class PostHocCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
                 f"got {self.classes_.size} class: {self.classes_.tolist()!r}."
             )
         if self.cv is None:
-            splits = [self._held_out_split(y_encoded)]
-        else:
-            cv = check_cv(self.cv, y_encoded, classifier=True)
-            splits = list(cv.split(X, y_encoded, **split_params))
-
-        pairs: list[_CalibratedClassifier] = []
-        response_method = None
-        for split, (train, test) in enumerate(splits):
+            train, test = self._held_out_split(y_encoded)
             fit_params = _check_method_params(X, params=estimator_params, indices=train)
             fitted = clone(estimator).fit(_safe_indexing(X, train), y[train], **fit_params)
-            self._check_fitted_classes(fitted, split)
-            pair = self._calibrate(
-                fitted,
-                _safe_indexing(X, test),
-                y_encoded[test],
-                None if sample_weight is None else sample_weight[test],
-                response_method,
+            self._check_fitted_classes(fitted, 0)
+            weights = None if sample_weight is None else sample_weight[test]
+            return [self._calibrate(fitted, _safe_indexing(X, test), y_encoded[test], weights, None)]
+        from ._crossfit import cross_fit, out_of_fold_logits
+
+        cv = check_cv(self.cv, y_encoded, classifier=True)
+        folds = list(cv.split(X, y_encoded, **split_params))
+        fitted = [
+            models[0]
+            for models in cross_fit(
+                [estimator], X, y, folds, fit_params=[estimator_params], n_jobs=self.n_jobs
             )
-            response_method = pair.response_method
-            pairs.append(pair)
+        ]
+        for split, model in enumerate(fitted):
+            self._check_fitted_classes(model, split)
+        if self.cv_calibration == "per_fold":
+            pairs, response_method = [], None
+            for model, (_, test) in zip(fitted, folds, strict=True):
+                weights = None if sample_weight is None else sample_weight[test]
+                pair = self._calibrate(
+                    model, _safe_indexing(X, test), y_encoded[test], weights, response_method
+                )
+                response_method = pair.response_method
+                pairs.append(pair)
+            self._set_oof_proba(pairs, X, folds)
+            return pairs
+        # One map on the pooled out-of-fold logits of every row, shared by the fold models.
+        logits = out_of_fold_logits([[m] for m in fitted], X, folds, self.classes_)[0]
+        _, response_method = _estimator_logits(
+            fitted[0], _safe_indexing(X, folds[0][1][:1]), self.classes_.size
+        )
+        calibrator = self._fit_map(logits, y_encoded, sample_weight)
+        pairs = [
+            _CalibratedClassifier(model, calibrator, response_method, self.classes_.size)
+            for model in fitted
+        ]
+        self.oof_proba_ = floor_probabilities(calibrator.predict_proba(logits))
         return pairs
+
+    def _set_oof_proba(self, pairs: list[_CalibratedClassifier], X, folds) -> None:
+        """Every row's calibrated probabilities from the fold pair that held it out."""
+        n_samples = sum(len(test) for _, test in folds)
+        self.oof_proba_ = np.empty((n_samples, self.classes_.size))
+        for pair, (_, test) in zip(pairs, folds, strict=True):
+            self.oof_proba_[test] = pair.predict_proba(_safe_indexing(X, test))
 
     def _held_out_split(self, y_encoded: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Stratified (fit, calibration) indices with every class on both sides."""
@@ -526,6 +583,13 @@ class PostHocCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             )
 
     def _calibrate(self, fitted, X, y_encoded, sample_weight, response_method):
+        n_classes = self.classes_.size
+        logits, response_method = _estimator_logits(fitted, X, n_classes, response_method)
+        calibrator = self._fit_map(logits, y_encoded, sample_weight)
+        return _CalibratedClassifier(fitted, calibrator, response_method, n_classes)
+
+    def _fit_map(self, logits, y_encoded, sample_weight) -> _CalibrationMap:
+        """The calibration map fitted on ``logits``, under the rules of every calibrator."""
         if sample_weight is not None and not sample_weight.sum() > 0:
             raise ValueError(
                 "sample_weight sums to zero on the calibration part; at least one "
@@ -534,15 +598,11 @@ class PostHocCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         # Rows of zero weight count as absent: the map does not see them.
         weighted = y_encoded if sample_weight is None else y_encoded[sample_weight > 0]
         present = np.unique(weighted)
-        n_classes = self.classes_.size
-        logits, response_method = _estimator_logits(fitted, X, n_classes, response_method)
-        if present.size < n_classes:
-            calibrator = fit_present_classes(
+        if present.size < self.classes_.size:
+            return fit_present_classes(
                 self._make_calibrator, present, logits, y_encoded, sample_weight
             )
-        else:
-            calibrator = fit_map(self._make_calibrator, logits, y_encoded, sample_weight)
-        return _CalibratedClassifier(fitted, calibrator, response_method, n_classes)
+        return fit_map(self._make_calibrator, logits, y_encoded, sample_weight)
 
     def _warn_about_small_calibration_sets(self, pairs: list[_CalibratedClassifier]) -> None:
         """One warning per fit for each rule that changed a map (absent classes, too few
@@ -606,8 +666,21 @@ class PostHocCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             return X
         return validate_data(self, X, reset=False, skip_check_array=True)
 
+    def _pooled_map(self) -> _CalibrationMap | None:
+        """The map shared by every pair (``cv`` with ``cv_calibration="pooled"``), else None."""
+        pairs = self.calibrated_classifiers_
+        if len(pairs) > 1 and all(pair.calibrator is pairs[0].calibrator for pair in pairs):
+            return pairs[0].calibrator
+        return None
+
     def _mean_proba(self, X) -> np.ndarray:
-        probas = [pair.predict_proba(X) for pair in self.calibrated_classifiers_]
+        pairs = self.calibrated_classifiers_
+        shared = self._pooled_map()
+        if shared is not None:
+            # The pooled map calibrates the average of the fold models' probabilities.
+            mean = np.mean([softmax(pair.logits(X), axis=1) for pair in pairs], axis=0)
+            return floor_probabilities(shared.predict_proba(np.log(np.clip(mean, 1e-300, None))))
+        probas = [pair.predict_proba(X) for pair in pairs]
         return np.mean(probas, axis=0) if len(probas) > 1 else probas[0]
 
     def predict_proba(self, X):

@@ -153,10 +153,17 @@ class CalibratedHistogramBinning(PostHocCalibrator):
         validation_fraction=0.2,
         cv=None,
         random_state=None,
+        cv_calibration="per_fold",
+        n_jobs=None,
         n_bins=15,
     ):
         super().__init__(
-            estimator, validation_fraction=validation_fraction, cv=cv, random_state=random_state
+            estimator,
+            validation_fraction=validation_fraction,
+            cv=cv,
+            random_state=random_state,
+            cv_calibration=cv_calibration,
+            n_jobs=n_jobs,
         )
         self.n_bins = n_bins
 

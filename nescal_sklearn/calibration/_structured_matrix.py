@@ -285,6 +285,8 @@ class CalibratedStructuredMatrixScaling(LogitOutputMixin, PostHocCalibrator):
         validation_fraction=0.2,
         cv=None,
         random_state=None,
+        cv_calibration="per_fold",
+        n_jobs=None,
         lambda_intercept=1.0,
         lambda_diagonal=1.0,
         lambda_off_diagonal=1.0,
@@ -292,7 +294,12 @@ class CalibratedStructuredMatrixScaling(LogitOutputMixin, PostHocCalibrator):
         tau=1.0,
     ):
         super().__init__(
-            estimator, validation_fraction=validation_fraction, cv=cv, random_state=random_state
+            estimator,
+            validation_fraction=validation_fraction,
+            cv=cv,
+            random_state=random_state,
+            cv_calibration=cv_calibration,
+            n_jobs=n_jobs,
         )
         self.lambda_intercept = lambda_intercept
         self.lambda_diagonal = lambda_diagonal

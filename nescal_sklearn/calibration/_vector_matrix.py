@@ -247,11 +247,18 @@ class CalibratedMatrixScaling(LogitOutputMixin, PostHocCalibrator):
         validation_fraction=0.2,
         cv=None,
         random_state=None,
+        cv_calibration="per_fold",
+        n_jobs=None,
         reg_lambda=1e-3,
         reg_mu=1e-3,
     ):
         super().__init__(
-            estimator, validation_fraction=validation_fraction, cv=cv, random_state=random_state
+            estimator,
+            validation_fraction=validation_fraction,
+            cv=cv,
+            random_state=random_state,
+            cv_calibration=cv_calibration,
+            n_jobs=n_jobs,
         )
         self.reg_lambda = reg_lambda
         self.reg_mu = reg_mu

@@ -64,6 +64,13 @@ class ExperimentalNeSCalLoss(NeSCalLoss):
         network.
 
 
+    target : {"predictions", "labels"}, default="predictions"
+        What a row is smoothed towards: its neighbours' cached predictions (NeSCal), or
+        their labels, so that the soft target is the class frequencies of the row's
+        neighbourhood in the network's embedding (the target of LoCal Nets, Barbera et
+        al., AISTATS 2026; their kernel estimate, here the ``n_neighbors`` nearest rows
+        weighted alike). The label cache is fixed, so ``cache`` does not apply.
+
     Examples
     --------
     >>> from nescal_sklearn.losses.experimental import ExperimentalNeSCalLoss
@@ -88,6 +95,7 @@ class ExperimentalNeSCalLoss(NeSCalLoss):
         adaptive: str | None = None,
         cache: str = "batch",
         member_graph: str = "shared",
+        target: str = "predictions",
     ) -> None:
         super().__init__(
             n_neighbors=n_neighbors,
@@ -107,3 +115,4 @@ class ExperimentalNeSCalLoss(NeSCalLoss):
         self.adaptive = adaptive
         self.cache = cache
         self.member_graph = member_graph
+        self.target = target

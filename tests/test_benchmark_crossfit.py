@@ -1,0 +1,137 @@
+"""The runner and cross-fitted methods: ``fit_on: train+validation``, members given in a
+config, keys from what the config states, and the study script's smoke run."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_breast_cancer
+
+from nescal_sklearn.benchmark import (
+    ConfigError,
+    RecordStore,
+    load_config,
+    plan_run,
+    run_benchmark,
+    stratified_split,
+    validate_config,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+CF = "nescal_sklearn.calibration.CrossFitClassifier"
+HGB = "sklearn.ensemble.HistGradientBoostingClassifier"
+LR = {"class": "sklearn.linear_model.LogisticRegression", "params": {"max_iter": 3000}}
+
+CONFIG = {
+    "name": "crossfit",
+    "datasets": [{"sklearn": "breast_cancer"}],
+    "methods": [
+        {"name": "lr", "estimator": "sklearn.linear_model.LogisticRegression", "params": {"max_iter": 3000}},
+        {"name": "lr_cf", "fit_on": "train+validation", "estimator": CF,
+         "params": {"cv": 3, "estimators": [["lr", LR]], "calibration": "identity"}},
+    ],
+    "calibrators": ["temperature"],
+    "confirm_seeds": [3],
+}  # fmt: skip
+
+
+def _write(tmp_path: Path, data: dict) -> Path:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**data, "output": str(tmp_path / "results")}))
+    return path
+
+
+def test_a_cross_fitted_method_trains_on_train_and_validation_and_calibrates_itself(tmp_path):
+    config = load_config(_write(tmp_path, CONFIG))
+    run_benchmark(config, progress=False, report=False)
+    store = RecordStore(config.output)
+    records = {r["method"]: r for r in (store.read(k) for k in store.keys())}
+    record = records["lr_cf"]
+    assert record["identity"]["fit_on"] == "train+validation"
+    assert "fit_on" not in records["lr"]["identity"]  # the default keeps earlier keys
+    assert record["test"]["temperature"] == record["test"]["raw"]  # its own calibration
+    assert record["fit"]["calibration"] == "identity" and record["fit"]["weights"] == [1.0]
+    # By hand: the same split, the members fitted on train + validation, 3 folds.
+    from sklearn.base import clone
+
+    X, y = load_breast_cancer(return_X_y=True)
+    split = stratified_split(X, y, seed=3)
+    task = next(t for t in plan_run(config).confirm_fixed if t.method.name == "lr_cf")
+    model = clone(task.estimator).fit(
+        np.concatenate([split.X_train, split.X_val]), np.concatenate([split.y_train, split.y_val])
+    )
+    from sklearn.metrics import log_loss
+
+    proba = model.predict_proba(split.X_test).astype(np.float64)
+    # The runner fitted at one BLAS thread, this test at the process's count: L-BFGS
+    # (tol=1e-4) stops within its tolerance of the same flat optimum.
+    assert record["test"]["raw"]["nll"] == pytest.approx(log_loss(split.y_test, proba), rel=1e-6)
+
+
+def test_members_in_a_config_are_built_and_key_by_what_the_config_states(tmp_path):
+    config = load_config(_write(tmp_path, CONFIG))
+    task = next(t for t in plan_run(config).confirm_fixed if t.method.name == "lr_cf")
+    ((name, member),) = task.estimator.estimators
+    assert name == "lr" and member.max_iter == 3000
+    assert task.identity["estimator"] == CF and task.identity["kind"] == {"estimator": CF}
+    assert task.identity["params"]["estimators"] == [["lr", LR]]
+
+
+def test_a_cross_fitted_method_cannot_have_a_grid():
+    data = {**CONFIG, "methods": [{**CONFIG["methods"][1], "grid": {"cv": [3, 4]}}]}
+    data["methods"][0]["params"] = {"estimators": [["lr", LR]]}
+    message = (
+        "methods[0].grid: a method with fit_on='train+validation' trains on the validation "
+        "rows, so no held-out rows are left to choose a grid point on; give it one point "
+        "(params) per method"
+    )
+    with pytest.raises(ConfigError, match=f"^{re.escape(message)}$"):
+        validate_config(data)
+    bad = {**CONFIG, "methods": [{**CONFIG["methods"][0], "fit_on": "all"}]}
+    with pytest.raises(
+        ConfigError,
+        match=re.escape(
+            "methods[0].fit_on: expected one of ['train', 'train+validation'], got \"all\""
+        ),
+    ):
+        validate_config(bad)
+
+
+def test_a_member_that_cannot_be_built_is_named_by_its_path():
+    data = {**CONFIG, "methods": [json.loads(json.dumps(CONFIG["methods"][1]))]}
+    data["methods"][0]["params"]["estimators"][0][1]["params"] = {"no_such": 1}
+    with pytest.raises(
+        ConfigError,
+        match=re.escape(
+            "methods[0].params.estimators[0][1]: cannot build sklearn.linear_model."
+            "LogisticRegression:"
+        ),
+    ):
+        validate_config(data)
+
+
+def run_script(*args: str) -> subprocess.CompletedProcess:
+    result = subprocess.run(
+        [sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+def test_oof_ensembles_quick_smoke(tmp_path):
+    args = ("--config", "oof_ensembles_search", "--quick", "--out", str(tmp_path))
+    run = run_script("benchmarks/oof_ensembles.py", *args)
+    table = (tmp_path / "table_oof_ensembles_search.md").read_text()
+    assert table in run.stdout and "| hgb_cf |" in table and "| cf_p10_k5 |" in table
+    pairs = (tmp_path / "pairs_oof_ensembles_search.md").read_text()
+    assert "cf_p10_k5 vs cf_ce_p10_k5" in pairs
+    assert (tmp_path / "oof_ensembles_oof_ensembles_search.png").stat().st_size > 5_000
+    again = run_script("benchmarks/oof_ensembles.py", *args, "--no-run")
+    assert (tmp_path / "table_oof_ensembles_search.md").read_text() == table
+    assert "fits finished" not in again.stderr

@@ -1,0 +1,259 @@
+"""Cross-fitting: every row trains and calibrates (CrossFitClassifier, the calibrators' cv mode).
+
+Each behaviour is checked against an independent computation: the folds' models refitted
+by hand, the greedy weights of a hand-worked case, the out-of-fold rows recomputed, the
+selection rule applied by hand to the scores it reports.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from scipy.special import softmax
+from sklearn.base import clone
+from sklearn.datasets import load_breast_cancer, load_iris, make_classification
+from sklearn.ensemble import HistGradientBoostingClassifier
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import log_loss
+from sklearn.model_selection import StratifiedKFold
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from nescal_sklearn import NeSCalClassifier
+from nescal_sklearn.calibration import (
+    CalibratedQuadraticScaling,
+    CalibratedTemperature,
+    CrossFitClassifier,
+    greedy_ensemble_weights,
+    select_calibration,
+)
+from nescal_sklearn.calibration._crossfit import takes_validation_rows
+
+pytestmark = pytest.mark.numerical
+
+
+def _lr():
+    return make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
+
+
+@pytest.fixture(scope="module")
+def cancer():
+    return load_breast_cancer(return_X_y=True)
+
+
+# -- greedy ensemble selection ------------------------------------------------------------
+
+
+def test_greedy_weights_follow_the_hand_worked_steps():
+    # Two rows of class 0. Member a: p(0) = 0.9 and 0.2; member b: 0.3 and 0.9.
+    y = np.array([0, 0])
+    a = np.array([[0.9, 0.1], [0.2, 0.8]])
+    b = np.array([[0.3, 0.7], [0.9, 0.1]])
+    c = np.array([[0.5, 0.5], [0.5, 0.5]])
+    # Step 1: NLL a = -(ln .9 + ln .2)/2 = 0.857, b = 0.655, c = 0.693 -> b.
+    # Step 2: (b + a)/2 = (.6, .55) -> 0.555; (b + b) -> 0.655; (b + c)/2 = (.4, .7) -> 0.637 -> a.
+    # Step 3: (a + b + a)/3 = (.7, .433) -> 0.596; (a + b + b)/3 = (.5, .667) -> 0.549;
+    #         (a + b + c)/3 = (.567, .533) -> 0.599 -> b. Weights 1/3 a, 2/3 b.
+    weights = greedy_ensemble_weights([a, b, c], y, size=3)
+    np.testing.assert_allclose(weights, [1 / 3, 2 / 3, 0.0])
+    assert greedy_ensemble_weights([a], y, size=3).tolist() == [1.0]
+
+
+# -- the calibration choice ---------------------------------------------------------------
+
+
+def test_the_choice_is_the_simplest_map_within_one_standard_error():
+    X, y = make_classification(600, 6, n_informative=4, random_state=0)
+    # Overconfident logits: temperature scaling must pay off beyond noise.
+    logits = np.column_stack([np.zeros(600), 4.0 * (X[:, 0] + X[:, 1])])
+    name, scores, held_out = select_calibration(
+        logits, y, ["identity", "temperature", "quadratic"], random_state=0
+    )
+    assert set(scores) == {"identity", "temperature", "quadratic"}
+    assert scores[name] - min(scores.values()) >= 0
+    assert name != "identity" and scores["identity"] > scores[name]
+    np.testing.assert_allclose(held_out.sum(axis=1), 1.0)
+    # The held-out probabilities are the chosen map's on rows it was not fitted on.
+    assert log_loss(y, held_out) == pytest.approx(scores[name], rel=1e-9)
+
+
+def test_calibrated_logits_keep_identity_when_no_map_helps():
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 500)
+    p = np.where(y == 1, 0.7, 0.3)  # calibrated already: P(y = 1 | p) = p
+    noise = rng.random(500) < 0.3
+    y = np.where(noise, 1 - y, y)
+    logits = np.column_stack([np.zeros(500), np.log(p / (1 - p))])
+    name, scores, _ = select_calibration(
+        logits, y, ["identity", "temperature", "quadratic"], random_state=0
+    )
+    assert name == "identity"
+
+
+# -- CrossFitClassifier -------------------------------------------------------------------
+
+
+def test_members_are_fitted_on_the_folds_and_the_out_of_fold_rows_are_theirs(cancer):
+    X, y = cancer
+    model = CrossFitClassifier([("lr", _lr())], cv=3, calibration="identity", random_state=0)
+    model.fit(X, y)
+    assert len(model.estimators_) == 3 and len(model.folds_) == 3
+    assert sorted(np.concatenate(model.folds_).tolist()) == list(range(len(y)))
+    for test, (fitted,) in zip(model.folds_, model.estimators_, strict=True):
+        train = np.setdiff1d(np.arange(len(y)), test)
+        by_hand = clone(_lr()).fit(X[train], y[train])
+        np.testing.assert_allclose(
+            fitted.predict_proba(X[test]), by_hand.predict_proba(X[test]), rtol=1e-6, atol=1e-9
+        )
+    # With one member and no map, prediction is the mean of the fold models' probabilities.
+    mean = np.mean([m.predict_proba(X[:5]) for (m,) in model.estimators_], axis=0)
+    np.testing.assert_allclose(model.predict_proba(X[:5]), mean, rtol=1e-9)
+    assert model.weights_.tolist() == [1.0] and model.calibration_ == "identity"
+
+
+def test_two_members_are_weighted_and_the_map_is_chosen_out_of_fold(cancer):
+    X, y = cancer
+    model = CrossFitClassifier(
+        [("lr", _lr()), ("hgb", HistGradientBoostingClassifier(early_stopping=True))],
+        cv=4,
+        random_state=0,
+    ).fit(X, y)
+    assert model.weights_.shape == (2,) and model.weights_.sum() == pytest.approx(1.0)
+    assert set(model.member_oof_nll_) == {"lr", "hgb"}
+    assert model.calibration_ in {"identity", "temperature", "quadratic"}
+    assert set(model.calibration_scores_) == {"identity", "temperature", "quadratic"}
+    # oof_proba_ scores every training row with models and a map that never saw it.
+    assert model.oof_proba_.shape == (len(y), 2)
+    assert log_loss(y, model.oof_proba_) == pytest.approx(
+        model.calibration_scores_[model.calibration_], rel=1e-9
+    )
+    proba = model.predict_proba(X[:10])
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert (proba > 0).all() and (proba < 1).all()
+
+
+def test_members_early_stop_on_the_fold_they_did_not_train_on(cancer):
+    X, y = cancer
+    seen = []
+
+    class Spy(HistGradientBoostingClassifier):
+        def fit(self, X, y, sample_weight=None, *, X_val=None, y_val=None, sample_weight_val=None):
+            seen.append((len(X), None if X_val is None else len(X_val)))
+            return super().fit(X, y, sample_weight, X_val=X_val, y_val=y_val)
+
+    CrossFitClassifier([("hgb", Spy(early_stopping=True))], cv=3, random_state=0).fit(X, y)
+    assert sorted(seen) == sorted((len(y) - n, n) for n in (190, 190, 189))
+    assert takes_validation_rows(NeSCalClassifier())
+    assert not takes_validation_rows(HistGradientBoostingClassifier())  # "auto": by size
+    assert not takes_validation_rows(LogisticRegression())
+
+
+def test_each_fold_gets_its_own_seed_and_a_fit_is_reproducible(cancer):
+    X, y = cancer
+    make = lambda: CrossFitClassifier(  # noqa: E731
+        [("hgb", HistGradientBoostingClassifier(early_stopping=True))], cv=3, random_state=3
+    )
+    a, b = make().fit(X, y), make().fit(X, y)
+    seeds = [m.random_state for (m,) in a.estimators_]
+    assert len(set(seeds)) == 3
+    np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
+
+
+def test_map_on_the_folds_averages_the_calibrated_fold_models(cancer):
+    X, y = cancer
+    model = CrossFitClassifier(
+        [("lr", _lr())], cv=3, calibration="temperature", map_on="folds", random_state=0
+    ).fit(X, y)
+    by_hand = []
+    for (fitted,) in model.estimators_:
+        z = np.log(fitted.predict_proba(X[:7]))
+        by_hand.append(model.calibrator_.predict_proba(z))
+    np.testing.assert_allclose(model.predict_proba(X[:7]), np.mean(by_hand, axis=0), rtol=1e-7)
+
+
+def test_bad_settings_name_the_parameter():
+    X, y = load_iris(return_X_y=True)
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "calibration='quadratic' does not apply to 3 classes (binary only); pass "
+            "calibration='auto' or 'temperature'."
+        ),
+    ):
+        CrossFitClassifier([("lr", _lr())], calibration="quadratic").fit(X, y)
+    with pytest.raises(
+        ValueError,
+        match=re.escape("estimators must be a non-empty list of (name, estimator) pairs; got []."),
+    ):
+        CrossFitClassifier([]).fit(X, y)
+    with pytest.raises(ValueError, match=re.escape("estimators: 'x' must have fit and")):
+        CrossFitClassifier([("x", StandardScaler())]).fit(X, y)
+
+
+def test_nested_parameters_reach_the_members():
+    model = CrossFitClassifier([("lr", LogisticRegression())])
+    model.set_params(lr__C=0.5)
+    assert model.get_params()["lr__C"] == 0.5
+
+
+def test_members_run_in_parallel_through_joblib_on_a_local_dask_cluster(cancer):
+    distributed = pytest.importorskip("distributed")
+    from joblib import parallel_backend
+
+    X, y = cancer
+    make = lambda: CrossFitClassifier([("lr", _lr())], cv=3, n_jobs=-1, random_state=0)  # noqa: E731
+    serial = make().set_params(n_jobs=None).fit(X, y)
+    with distributed.Client(processes=False, n_workers=1, threads_per_worker=2) as client:
+        with parallel_backend("dask"):
+            model = make().fit(X, y)
+        assert client.scheduler_info()["workers"]
+    np.testing.assert_allclose(model.predict_proba(X), serial.predict_proba(X), rtol=1e-9)
+
+
+# -- quadratic scaling --------------------------------------------------------------------
+
+
+def test_quadratic_scaling_is_the_logistic_regression_on_one_z_and_z_squared():
+    rng = np.random.default_rng(0)
+    z = rng.normal(scale=3, size=800)
+    y = (rng.random(800) < 1 / (1 + np.exp(-(0.3 + 0.5 * z - 0.05 * z * z)))).astype(int)
+    model = CalibratedQuadraticScaling()._make_calibrator()
+    model.fit(np.column_stack([np.zeros(800), z]), y)
+    reference = LogisticRegression(C=np.inf, fit_intercept=False, tol=1e-10, max_iter=10_000)
+    reference.fit(np.column_stack([np.ones(800), z, z * z]), y)
+    np.testing.assert_allclose(
+        [model.intercept_, model.coef_, model.quadratic_], reference.coef_[0], rtol=1e-4, atol=1e-6
+    )
+    with pytest.raises(ValueError, match="CalibratedQuadraticScaling calibrates binary"):
+        model.fit(np.zeros((4, 3)), np.array([0, 1, 2, 0]))
+
+
+# -- the calibrators' cv mode -------------------------------------------------------------
+
+
+def test_a_pooled_map_is_fitted_on_every_rows_out_of_fold_logits(cancer):
+    X, y = cancer
+    cv = StratifiedKFold(3, shuffle=True, random_state=0)
+    pooled = CalibratedTemperature(_lr(), cv=cv, cv_calibration="pooled", guard=None).fit(X, y)
+    maps = {id(pair.calibrator) for pair in pooled.calibrated_classifiers_}
+    assert len(maps) == 1
+    # The temperature is the one fitted on the pooled out-of-fold logits, by hand.
+    from nescal_sklearn.calibration._temperature import fit_temperature
+
+    logits = np.empty((len(y), 2))
+    for train, test in cv.split(X, y):
+        logits[test] = np.log(clone(_lr()).fit(X[train], y[train]).predict_proba(X[test]))
+    assert pooled.temperature_ == pytest.approx(fit_temperature(logits, y), rel=1e-5)
+    assert pooled.oof_proba_.shape == (len(y), 2)
+    # Prediction: the map on the average of the fold models' probabilities.
+    mean = np.mean(
+        [softmax(pair.logits(X[:5]), axis=1) for pair in pooled.calibrated_classifiers_], axis=0
+    )
+    np.testing.assert_allclose(
+        pooled.predict_proba(X[:5]), softmax(np.log(mean) / pooled.temperature_, axis=1), rtol=1e-7
+    )
+    per_fold = CalibratedTemperature(_lr(), cv=cv, guard=None).fit(X, y)
+    assert len({id(pair.calibrator) for pair in per_fold.calibrated_classifiers_}) == 3
+    assert per_fold.oof_proba_.shape == (len(y), 2)
