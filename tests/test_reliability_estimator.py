@@ -18,6 +18,7 @@ import re
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy.special import softmax
 from sklearn.exceptions import NotFittedError
@@ -490,3 +491,13 @@ def test_a_sane_fit_does_not_warn():
         warnings.simplefilter("error")
         fit(CE())
         fit(CE(early_stopping=False))
+
+
+def test_pandas_categorical_is_read_through_its_values():
+    """E160, documented: categories 10, 20, 30 are those numbers, as in scikit-learn."""
+    values = np.array([10, 20, 30])[np.arange(60) % 3]
+    frame = pd.DataFrame(X, columns=list("abcd"))
+    categorical = fit(CE(), X=frame.assign(c=pd.Categorical(values)))
+    numeric = fit(CE(), X=frame.assign(c=values.astype(float)))
+    probe = frame.assign(c=values.astype(float))
+    np.testing.assert_array_equal(categorical.predict_proba(probe), numeric.predict_proba(probe))
