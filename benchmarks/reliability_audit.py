@@ -31,7 +31,7 @@ parameters (``n_members=`` at top level) still run unchanged.
 
 Examples
 --------
-Every table (about ten minutes on one core)::
+Every table (about a minute on one core)::
 
     python benchmarks/reliability_audit.py
 
