@@ -436,8 +436,11 @@ A1_CASES = [
          Raises(NotFittedError, NOT_FITTED)),
     Case("E77", "string labels y",
          lambda c: c.proba(graph(), y=np.array(["a", "b", "c"])[c.y]), Returns(PROBA)),
+    # E78: finite, but saturated at exactly 0/1 from a garbage epoch: now warned about
+    # (review of ed7ab4a, E151).
     Case("E78", "huge values in X (1e30)", lambda c: c.proba(graph(), c.X * 1e30),
-         Returns(PROBA)),
+         Returns(PROBA, warns=((UserWarning, "NeSCalClassifier returned a degenerate model: "
+                                "the epoch early stopping kept (epoch 1) has a validation NLL"),))),
     Case("E79", "float64 values overflowing float32 (1e40)",
          lambda c: c.fit(graph(), c.X.astype(np.float64) * 1e40), Raises(ValueError, INF_X)),
     Case("E80", "loss__n_neighbors=True", lambda c: c.fit(graph(loss__n_neighbors=True)),

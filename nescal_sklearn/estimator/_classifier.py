@@ -413,8 +413,10 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
 
         The steps, in order: check the parameters and resolve them against the recipe;
         prepare the data (:func:`prepare_fit_data`); build the network and check that
-        it maps the rows to one logit per class; train; check that the result is
-        finite; then set the fitted attributes. A fit that raises (a Ctrl-C included)
+        it maps the rows to one (finite) logit per class; train; check that the result
+        is finite, and warn when it is degenerate (a diverged run rescued by early
+        stopping, an epoch kept that is worse than chance, probabilities of exactly 0);
+        then set the fitted attributes. A fit that raises (a Ctrl-C included)
         leaves the estimator unfitted.
 
         Parameters
@@ -469,7 +471,8 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
                 net.fit(train_X, data.y_train)
                 net.remove_frozen_hooks()
             self._check_training_ended(net, callbacks, settings)
-            self._check_finite(net, data, settings)
+            logits = self._check_finite(net, data, settings)
+            self._warn_degenerate(net, callbacks, data, settings, logits)
         self._set_fitted(net, callbacks, loss, plan, settings, data)
         return self
 
@@ -744,6 +747,13 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
                 f"y has {n_classes} classes {data.classes.tolist()!r}; the output width "
                 "must be the number of classes."
             )
+        if not bool(torch.isfinite(out).all()):
+            raise ValueError(
+                f"module {type(module).__name__} returns non-finite logits (nan or inf) for "
+                f"the first {len(probe)} rows of X before any training (their largest "
+                f"absolute value is {_largest(data.X_train[:2]):.3g}); a module "
+                "must map finite inputs to finite logits."
+            )
         return module
 
     def _frozen_parts(self, module, freeze):
@@ -853,35 +863,60 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
             f"NeSCalClassifier.fit: training interrupted in epoch {len(history)}"
         )
 
-    def _check_finite(self, net, data: FitData, settings: Mapping[str, Any]) -> None:
-        """Refuse non-finite weights or predictions; warn when a diverged run was rescued
-        by restoring an earlier, finite epoch."""
+    def _check_finite(self, net, data: FitData, settings: Mapping[str, Any]) -> np.ndarray:
+        """Refuse non-finite weights or predictions, as scikit-learn's ``MLPClassifier``
+        does; return the trained network's logits on the training rows."""
         module = net.module_
-        finite = all(bool(torch.isfinite(p).all()) for p in module.parameters())
-        if finite:
-            was_training = module.training
-            module.eval()
-            with torch.no_grad():
-                device = next(module.parameters(), torch.empty(0)).device
-                for chunk in torch.split(torch.as_tensor(data.X_train), PREDICT_BATCH_ROWS):
-                    if not bool(torch.isfinite(module(chunk.to(device))).all()):
-                        finite = False
-                        break
-            module.train(was_training)
-        if not finite:
+        logits = None
+        if all(bool(torch.isfinite(p).all()) for p in module.parameters()):
+            logits = _module_logits(module, data.X_train)
+        if logits is None or not np.isfinite(logits).all():
             raise ValueError(
                 "Training produced non-finite parameter weights or predictions (the training "
-                f"loss by epoch: {_rounded(net.history[:, 'train_loss'])}). The input data "
-                "may contain large values and need to be preprocessed, or lr="
-                f"{settings['lr']!r} is too large for this data."
+                f"loss by epoch: {_short(net.history[:, 'train_loss'])}). The input data may "
+                "contain large values and need to be preprocessed (the largest absolute value "
+                f"in X is {_largest(data.X_train):.3g}), or lr={settings['lr']:g} is too "
+                "large for this data."
             )
+        return logits
+
+    def _warn_degenerate(
+        self, net, callbacks: dict, data: FitData, settings: Mapping[str, Any], logits
+    ) -> None:
+        """Warn when the (finite) model returned is degenerate: training diverged and
+        early stopping kept an earlier epoch, the epoch kept is worse than predicting
+        every class with equal probability, or some probabilities are exactly 0."""
+        keeper = callbacks.get("best_epoch")
+        best = None if keeper is None else int(keeper.best_epoch_)
+        uniform = math.log(len(data.classes))
+        nll = None if best is None else net.history[best - 1].get("valid_nll")
+        garbage = nll is not None and nll > 2 * uniform
         losses = [row.get("train_loss") for row in net.history]
         diverged = [i + 1 for i, v in enumerate(losses) if v is None or not math.isfinite(v)]
+        reasons = []
         if diverged:
+            kept = "" if best is None or garbage else f", and early stopping kept epoch {best}"
+            reasons.append(f"the training loss was not finite from epoch {diverged[0]} on{kept}")
+        if garbage:
+            reasons.append(
+                f"the epoch early stopping kept (epoch {best}) has a validation NLL of "
+                f"{nll:.3g}, more than twice that of predicting every class with equal "
+                f"probability (log({len(data.classes)}) = {uniform:.3g})"
+            )
+        zero = (softmax(logits, axis=1) == 0.0).any(axis=1)
+        if zero.any():
+            span = float((logits.max(axis=1) - logits.min(axis=1)).max())
+            reasons.append(
+                f"predict_proba gives probabilities of exactly 0 on {int(zero.sum())} of the "
+                f"{len(zero)} training rows (logits up to {span:.3g} apart), so a wrong "
+                "prediction there has an infinite log loss"
+            )
+        if reasons:
             warnings.warn(
-                f"Training diverged: the training loss was not finite from epoch "
-                f"{diverged[0]} on; the returned model is the best finite epoch early "
-                f"stopping kept. Lower lr (lr={settings['lr']!r}) or scale the inputs.",
+                f"NeSCalClassifier returned a degenerate model: {'; '.join(reasons)}. Lower "
+                f"lr (lr={settings['lr']:g}) or scale X (its largest absolute value is "
+                f"{_largest(data.X_train):.3g}; the network expects values of about unit "
+                "scale, e.g. through make_tabular_pipeline).",
                 UserWarning,
                 stacklevel=3,
             )
@@ -986,15 +1021,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
             X = self.input_scaler_.transform(X)
         if not X.flags.writeable:
             X = X.copy()
-        module = self.module_
-        parameter = next(module.parameters(), None)
-        device = torch.device("cpu") if parameter is None else parameter.device
-        outputs = []
-        # The network is used where it lives and never moved: predict is thread-safe.
-        with torch.no_grad():
-            for chunk in torch.split(torch.as_tensor(X), PREDICT_BATCH_ROWS):
-                outputs.append(ensemble_logits(module(chunk.to(device)).float()).cpu())
-        return torch.cat(outputs).numpy().astype(np.float64)
+        return _module_logits(self.module_, X)
 
     def decision_function(self, X) -> np.ndarray:
         """Return the network's logits (an ensemble's: the log of its mean probability).
@@ -1072,8 +1099,37 @@ def _plain_mapping(mapping: Mapping) -> dict:
     return {k: _plain_mapping(v) if isinstance(v, Mapping) else v for k, v in mapping.items()}
 
 
-def _rounded(values) -> list:
-    return [round(float(v), 4) if math.isfinite(float(v)) else float(v) for v in values]
+def _short(values) -> list[float]:
+    """Numbers to 3 significant digits, for messages."""
+    return [float(f"{float(v):.3g}") for v in values]
+
+
+def _largest(X: np.ndarray) -> float:
+    """The largest absolute value of ``X`` (0 for an empty array), for messages."""
+    return float(np.abs(X).max()) if X.size else 0.0
+
+
+def _module_logits(module: nn.Module, X: np.ndarray) -> np.ndarray:
+    """The network's logits (an ensemble's: the log of its mean probability) on float32
+    rows ``X``, as float64 (n, n_classes), computed in eval mode where the network lives.
+
+    The network is never moved, and a fitted one (in eval mode) is not written to, so
+    prediction is thread-safe; a network in training mode is put back in it afterwards.
+    """
+    parameter = next(module.parameters(), None)
+    device = torch.device("cpu") if parameter is None else parameter.device
+    was_training = module.training
+    if was_training:
+        module.eval()
+    outputs = []
+    try:
+        with torch.no_grad():
+            for chunk in torch.split(torch.as_tensor(X), PREDICT_BATCH_ROWS):
+                outputs.append(ensemble_logits(module(chunk.to(device)).float()).cpu())
+    finally:
+        if was_training:
+            module.train()
+    return torch.cat(outputs).numpy().astype(np.float64)
 
 
 def _penalty_status(

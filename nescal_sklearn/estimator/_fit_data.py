@@ -140,40 +140,79 @@ def _class_weights(class_weight, y: np.ndarray, classes: np.ndarray) -> dict | N
     return {label: float(class_weight.get(label, 1.0)) for label in labels}
 
 
-def _training_weights(weights: np.ndarray | None, what: str) -> np.ndarray | None:
+#: The criterion early stopping watches, in words (for messages).
+CRITERION_WORDS = {
+    "nll": "validation NLL",
+    "refinement": "validation NLL after temperature scaling",
+}
+
+#: Row numbers an error message lists before it abbreviates.
+ROWS_SHOWN = 20
+
+
+def _rows(indices: np.ndarray) -> str:
+    """Row numbers of ``X`` for a message: the first :data:`ROWS_SHOWN`, then a count."""
+    shown = ", ".join(str(int(i)) for i in np.sort(indices)[:ROWS_SHOWN])
+    more = f", ... ({len(indices)} rows)" if len(indices) > ROWS_SHOWN else ""
+    return f"[{shown}{more}]"
+
+
+def _check_split_weights(
+    settings: Mapping[str, Any], weights: np.ndarray, train: np.ndarray, valid: np.ndarray
+) -> None:
+    """Refuse a split that leaves every training row, or every held-out row, at weight 0.
+
+    ``weights`` is positive somewhere (checked before the split), so one side at most
+    can be all zero.
+    """
+    criterion = settings["early_stopping"]
+    held_out = (
+        f"early_stopping={criterion!r} holds out for validation "
+        f"(validation_fraction={settings['validation_fraction']})"
+    )
+    if not weights[train].sum() > 0:
+        positive = _rows(valid[weights[valid] > 0])
+        raise ValueError(
+            f"sample_weight (times class_weight) is zero on every one of the {len(train)} "
+            f"training rows: its positive weights are all on rows {positive}, which "
+            f"{held_out}, so nothing would be learnt. Give some other rows a "
+            "positive weight, pass the validation rows as X_val and y_val, or "
+            "early_stopping=False."
+        )
+    if not weights[valid].sum() > 0:
+        raise ValueError(
+            f"early_stopping={criterion!r} watches the {CRITERION_WORDS[criterion]} "
+            f"weighted by sample_weight (times class_weight) on the {len(valid)} rows it "
+            f"holds out (validation_fraction={settings['validation_fraction']}): rows "
+            f"{_rows(valid)}. sample_weight is zero on every one of them, so that NLL is "
+            "undefined (0/0). Give some of these rows a positive weight, pass X_val and "
+            "y_val, or early_stopping=False."
+        )
+
+
+def _training_weights(weights: np.ndarray | None) -> np.ndarray | None:
     """Training-row weights scaled to mean 1, as float32; None when they are all equal.
 
     Equal positive weights are the unweighted objective exactly, so they take its code
-    path; weights that are zero on every row of ``what`` leave nothing to learn from.
+    path. The weights sum to more than 0 (checked before).
     """
-    if weights is None:
-        return None
-    if not weights.sum() > 0:
-        raise ValueError(
-            f"The sample weights (times class_weight) are zero on every one of the "
-            f"{len(weights)} {what}: nothing would be learnt from them. Give some of these "
-            "rows a positive weight, or pass the rows to hold out as X_val and y_val."
-        )
-    if np.all(weights == weights[0]):
+    if weights is None or np.all(weights == weights[0]):
         return None
     return (weights / weights.mean()).astype(np.float32)
 
 
-def _validation_weights(weights: np.ndarray | None, n_valid: int) -> np.ndarray | None:
-    if weights is None:
+def _validation_weights(weights: np.ndarray | None) -> np.ndarray | None:
+    """Validation-row weights; None when they are all equal (they sum to more than 0)."""
+    if weights is None or np.all(weights == weights[0]):
         return None
-    if not weights.sum() > 0:
-        raise ValueError(
-            f"The sample weights (times class_weight) are zero on every one of the {n_valid} "
-            "validation rows, so the weighted validation NLL that early stopping watches "
-            "is undefined (0/0). Give some validation rows a positive weight, pass X_val "
-            "and y_val, or early_stopping=False."
-        )
-    return None if np.all(weights == weights[0]) else weights
+    return weights
 
 
-def _split(settings: Mapping[str, Any], X, y, weights, classes, rng):
-    """Hold out ``validation_fraction`` of the rows, stratified by class."""
+def _split(
+    settings: Mapping[str, Any], y: np.ndarray, classes: np.ndarray, rng
+) -> tuple[np.ndarray, np.ndarray]:
+    """The training and validation row numbers: ``validation_fraction`` of the rows held
+    out, stratified by class."""
     criterion = settings["early_stopping"]
     fraction = settings["validation_fraction"]
     counts = np.bincount(y, minlength=len(classes))
@@ -193,12 +232,11 @@ def _split(settings: Mapping[str, Any], X, y, weights, classes, rng):
             f"{len(classes)} classes. Pass early_stopping=False, X_val and y_val, "
             "or a different validation_fraction."
         )
-    if weights is None:
-        X_train, X_valid, y_train, y_valid = train_test_split(
-            X, y, test_size=n_valid, stratify=y, random_state=rng
-        )
-        return X_train, X_valid, y_train, y_valid, None, None
-    return train_test_split(X, y, weights, test_size=n_valid, stratify=y, random_state=rng)
+    # Splitting the row numbers draws the same rows as splitting X itself.
+    train, valid = train_test_split(
+        np.arange(len(y)), test_size=n_valid, stratify=y, random_state=rng
+    )
+    return train, valid
 
 
 def _validation_rows(estimator, X_val, y_val, sample_weight_val, classes, encoder, class_w):
@@ -313,15 +351,16 @@ def prepare_fit_data(
         )
         X_train, y_train, w_train = X, y_enc, weights
     elif criterion:
-        X_train, X_valid, y_train, y_valid, w_train, w_valid = _split(
-            settings, X, y_enc, weights, classes, rng
-        )
+        train, valid = _split(settings, y_enc, classes, rng)
+        if weights is not None:
+            _check_split_weights(settings, weights, train, valid)
+        X_train, X_valid, y_train, y_valid = X[train], X[valid], y_enc[train], y_enc[valid]
+        w_train, w_valid = (None, None) if weights is None else (weights[train], weights[valid])
     else:
         X_train, y_train, w_train = X, y_enc, weights
         X_valid = y_valid = w_valid = None
-    w_train = _training_weights(w_train, "training rows")
-    if X_valid is not None:
-        w_valid = _validation_weights(w_valid, len(X_valid))
+    w_train = _training_weights(w_train)
+    w_valid = _validation_weights(w_valid)
     layout = _layout(settings, X_train)
     scaler = None
     if settings["numeric_scaling"] is not None:
