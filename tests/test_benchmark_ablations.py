@@ -58,7 +58,7 @@ def test_each_factor_varies_one_thing_around_the_shared_default(factor):
 
 
 def test_labels_name_the_varied_setting_and_the_library_default():
-    from nescal_sklearn.benchmark import load_config
+    from nescal_bench import load_config
 
     script = load_script()
     labels = script.labels(load_config(CONFIGS / "ablation_k.json"))

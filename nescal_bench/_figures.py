@@ -1,14 +1,14 @@
-"""The benchmark's figures (matplotlib, imported lazily): reliability diagrams of a dataset
-pooled over the confirm seeds, and the per-dataset change dot plot of ``compare``."""
+"""The lab's figures (matplotlib, imported lazily), as PNG bytes (the caller writes them
+atomically): reliability diagrams of a dataset pooled over the confirm seeds, and the
+per-dataset change dot plot of ``compare``."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import io
 
 import numpy as np
 
-from ..metrics import ReliabilityCurve
+from nescal_sklearn.metrics import ReliabilityCurve
 
 __all__ = ["plot_changes", "pool_reliability", "reliability_figure"]
 
@@ -16,12 +16,10 @@ __all__ = ["plot_changes", "pool_reliability", "reliability_figure"]
 MAX_COLUMNS = 4
 
 
-def _matplotlib():
-    import matplotlib
-
-    if "matplotlib.pyplot" not in sys.modules:
-        matplotlib.use("Agg")
-    return matplotlib
+def _png(figure) -> bytes:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=figure.dpi, bbox_inches="tight")
+    return buffer.getvalue()
 
 
 def pool_reliability(bins: list[dict]) -> tuple[ReliabilityCurve, float]:
@@ -35,7 +33,7 @@ def pool_reliability(bins: list[dict]) -> tuple[ReliabilityCurve, float]:
 
     Examples
     --------
-    >>> from nescal_sklearn.benchmark import pool_reliability
+    >>> from nescal_bench import pool_reliability
     >>> a = {"counts": [1, 0], "confidence": [0.4, None], "accuracy": [0.0, None]}
     >>> b = {"counts": [3, 2], "confidence": [0.2, 0.9], "accuracy": [1.0, 0.5]}
     >>> curve, ece = pool_reliability([a, b])
@@ -56,16 +54,12 @@ def pool_reliability(bins: list[dict]) -> tuple[ReliabilityCurve, float]:
         confidence = np.where(counts > 0, conf_sum / counts, np.nan)
         accuracy = np.where(counts > 0, acc_sum / counts, np.nan)
     nonempty = counts > 0
-    ece = float(
-        np.sum(counts[nonempty] * np.abs(accuracy[nonempty] - confidence[nonempty])) / counts.sum()
-    )
+    ece = float(np.sum(counts[nonempty] * np.abs(accuracy[nonempty] - confidence[nonempty])) / counts.sum())
     edges = np.linspace(0.0, 1.0, len(counts) + 1)
     return ReliabilityCurve(confidence, accuracy, counts, edges), ece
 
 
-def reliability_figure(
-    curves: dict[str, dict[str, list[dict]]], stages: list[str], title: str, path: Path
-) -> Path:
+def reliability_figure(curves: dict[str, dict[str, list[dict]]], stages: list[str], title: str) -> bytes:
     """Draw one panel per stage (raw, then each calibrator; 4 per row), one curve per method.
 
     Parameters
@@ -76,17 +70,14 @@ def reliability_figure(
         Panels, in order.
     title : str
         Figure title.
-    path : Path
-        PNG file to write.
     """
-    _matplotlib()
     from matplotlib.figure import Figure
 
-    from ..plotting import ReliabilityDisplay
+    from nescal_sklearn.plotting import ReliabilityDisplay
 
     ncols = min(len(stages), MAX_COLUMNS)
     nrows = -(-len(stages) // ncols)
-    figure = Figure(figsize=(4.8 * ncols, 5.6 * nrows))
+    figure = Figure(figsize=(4.8 * ncols, 5.6 * nrows), dpi=90)
     figure.subplots_adjust(
         left=0.8 / (4.8 * ncols), right=0.98, bottom=0.5 / (5.6 * nrows),
         top=1 - 0.75 / (5.6 * nrows),
@@ -113,21 +104,20 @@ def reliability_figure(
         if ax.get_legend() is not None:
             ax.legend(loc="best", fontsize="small")
     figure.suptitle(title)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=90)
-    return path
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=90)
+    return buffer.getvalue()
 
 
 def plot_changes(
     comparisons: dict,
     reference: str,
-    path: Path,
     *,
     axis_label: str,
     stage_label: str,
     greater_is_better: bool = False,
     limit: float = 25.0,
-) -> Path:
+) -> bytes:
     """Dot plot of per-dataset relative changes of several methods against ``reference``.
 
     Parameters
@@ -137,8 +127,6 @@ def plot_changes(
         are ordered by the first method's change.
     reference : str
         Name of the reference, for the axis label.
-    path : Path
-        PNG file to write.
     axis_label : str
         What changes, e.g. ``"test NLL"``.
     stage_label : str
@@ -148,8 +136,7 @@ def plot_changes(
     limit : float, default=25.0
         Changes beyond ``limit`` % are drawn at the edge as arrows.
     """
-    _matplotlib()
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     methods = list(comparisons)
     per_method = {
@@ -158,7 +145,8 @@ def plot_changes(
     }
     first = per_method[methods[0]][0]
     order = sorted(first, key=lambda d: first[d])
-    fig, ax = plt.subplots(figsize=(7.5, 0.32 * len(order) + 1.6))
+    fig = Figure(figsize=(7.5, 0.32 * len(order) + 1.6), dpi=120)
+    ax = fig.subplots()
     offsets = np.linspace(-0.25, 0.25, len(methods)) if len(methods) > 1 else [0.0]
     word = "higher" if greater_is_better else "lower"
     for offset, method in zip(offsets, methods, strict=True):
@@ -171,21 +159,15 @@ def plot_changes(
         label = f"{method}: {better}/{len(xs)} {word}, median {np.median(xs):+.2f} %, p = {p:.2g}"
         points = ax.scatter(clipped[inside], np.asarray(ys)[inside], s=22, label=label)
         for x, y, raw in zip(clipped[~inside], np.asarray(ys)[~inside], xs[~inside], strict=True):
-            ax.scatter(
-                [x], [y], marker=">" if raw > 0 else "<", s=40, color=points.get_facecolor()[0]
-            )
+            ax.scatter([x], [y], marker=">" if raw > 0 else "<", s=40, color=points.get_facecolor()[0])
     bar = 2.0 if greater_is_better else -2.0
     ax.axvline(0.0, color="black", linewidth=0.8)
     sign = "+" if bar > 0 else "−"
-    ax.axvline(
-        bar, color="grey", linewidth=0.8, linestyle="--", label=f"the bar's median ({sign}2 %)"
-    )
+    ax.axvline(bar, color="grey", linewidth=0.8, linestyle="--", label=f"the bar's median ({sign}2 %)")
     ax.set_yticks(range(len(order)), order)
     ax.set_xlim(-limit * 1.05, limit * 1.05)
     ax.set_xlabel(f"change in {axis_label} vs {reference}, {stage_label} (%; {word} is better)")
     ax.grid(axis="x", alpha=0.3)
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.3 / len(order)), fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    return path
+    return _png(fig)

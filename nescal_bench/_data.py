@@ -60,7 +60,7 @@ class ColumnLayout:
 
     Examples
     --------
-    >>> from nescal_sklearn.benchmark._data import ColumnLayout
+    >>> from nescal_bench._data import ColumnLayout
     >>> layout = ColumnLayout.all_numeric(3)
     >>> layout.numeric.tolist(), layout.numeric_fill.tolist(), layout.groups
     ([0, 1, 2], [0.0, 0.0, 0.0], ())
@@ -80,35 +80,25 @@ class ColumnLayout:
     def of_preprocessor(cls, preprocess, n_features: int) -> ColumnLayout:
         """The layout of a fitted :func:`~nescal_sklearn.make_tabular_preprocessor` (or of
         any other fitted transformer: then every column counts as numeric, imputed at 0)."""
-        slices = getattr(preprocess, "output_indices_", None)
-        if slices is None or "numeric" not in slices or "categorical" not in slices:
+        declared = getattr(preprocess, "column_layout_", None)  # the library's layout
+        if declared is None or declared.n_features != n_features:
             return cls.all_numeric(n_features)
-        numeric = np.arange(n_features)[slices["numeric"]]
+        numeric = np.asarray(declared.numeric, dtype=int)
         numeric_fill = np.zeros(len(numeric))
         if len(numeric):
             steps = preprocess.named_transformers_["numeric"]
             medians = steps[-2].statistics_
             kept = medians[~np.isnan(medians)]  # all-missing training columns are dropped
             numeric_fill = steps[-1].transform(kept[None, :])[0].astype(np.float64)
-        categorical = np.arange(n_features)[slices["categorical"]]
-        if not len(categorical):
+        groups = tuple(np.asarray(group, dtype=int) for group in declared.groups)
+        if not groups:
             return cls(numeric, numeric_fill)
         steps = preprocess.named_transformers_["categorical"]
-        imputer, encoder = steps[-2], steps[-1]
-        infrequent = getattr(encoder, "infrequent_categories_", [None] * len(encoder.categories_))
-        sizes = [
-            len(cats) - (0 if rare is None else len(rare) - 1)
-            for cats, rare in zip(encoder.categories_, infrequent, strict=True)
-        ]
-        if sum(sizes) != len(categorical):
-            return cls.all_numeric(n_features)  # an encoder this layout does not know
-        bounds = np.cumsum([0, *sizes])
-        groups = tuple(categorical[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True))
-        modes = [m for m in imputer.statistics_ if not _is_missing(m)]  # as the imputer drops
-        filled = encoder.transform(np.asarray([modes], dtype=object))[0]
+        modes = [m for m in steps[-2].statistics_ if not _is_missing(m)]  # as the imputer drops
+        filled = steps[-1].transform(np.asarray([modes], dtype=object))[0]
+        first = groups[0][0]
         group_fill = tuple(
-            int(np.argmax(filled[a:b])) if filled[a:b].any() else -1
-            for a, b in zip(bounds[:-1], bounds[1:], strict=True)
+            int(np.argmax(filled[g - first])) if filled[g - first].any() else -1 for g in groups
         )
         return cls(numeric, numeric_fill, groups, group_fill)
 
@@ -170,7 +160,7 @@ def cap_rows(X, y: np.ndarray, max_rows: int | None, seed: int = SUBSAMPLE_SEED)
     Examples
     --------
     >>> import numpy as np
-    >>> from nescal_sklearn.benchmark import cap_rows
+    >>> from nescal_bench import cap_rows
     >>> X, y = np.arange(100).reshape(50, 2), np.repeat([0, 1], [48, 2])
     >>> np.bincount(cap_rows(X, y, 10)[1])
     array([10,  2])
@@ -209,7 +199,7 @@ def make_imbalanced(y: np.ndarray, ratio: float, seed: int = SUBSAMPLE_SEED) -> 
     Examples
     --------
     >>> import numpy as np
-    >>> from nescal_sklearn.benchmark import make_imbalanced
+    >>> from nescal_bench import make_imbalanced
     >>> y = np.repeat([0, 1, 2], 100)
     >>> np.bincount(y[make_imbalanced(y, 0.1)])
     array([100,  32,  10])
@@ -257,7 +247,7 @@ def preprocess_split(
         the preprocessed columns.
     """
     if hasattr(X, "columns"):
-        from ..preprocessing import make_tabular_preprocessor
+        from nescal_sklearn import make_tabular_preprocessor
 
         preprocess = make_tabular_preprocessor()
     else:
@@ -303,7 +293,7 @@ def stratified_split(X, y, *, seed: int, fractions=(0.6, 0.2, 0.2)) -> Split:
     Examples
     --------
     >>> from sklearn.datasets import load_iris
-    >>> from nescal_sklearn.benchmark import stratified_split
+    >>> from nescal_bench import stratified_split
     >>> X, y = load_iris(return_X_y=True, as_frame=True)
     >>> split = stratified_split(X, y, seed=0)
     >>> split.X_train.shape, split.X_val.shape, split.X_test.shape
@@ -313,9 +303,7 @@ def stratified_split(X, y, *, seed: int, fractions=(0.6, 0.2, 0.2)) -> Split:
     if not np.isclose(train_f + val_f + test_f, 1.0) or min(fractions) <= 0:
         raise ValueError(f"fractions must be 3 positive numbers summing to 1; got {fractions!r}.")
     y = np.asarray(y)
-    rest, test = train_test_split(
-        np.arange(len(y)), test_size=test_f, stratify=y, random_state=seed
-    )
+    rest, test = train_test_split(np.arange(len(y)), test_size=test_f, stratify=y, random_state=seed)
     train, validation = train_test_split(
         rest, test_size=val_f / (train_f + val_f), stratify=y[rest], random_state=seed
     )

@@ -1,29 +1,23 @@
-"""The comparison statistics of the benchmark, written once: paired changes, wins/ties/losses,
-Wilcoxon signed-rank tests, the better of several references; and the per-dataset tables
-of confirm-seed results that the report ranks."""
+"""The comparison statistics of the lab, written once, on the tidy results frame: paired
+changes, wins/ties/losses, Wilcoxon signed-rank tests, the better of several references,
+and average ranks."""
 
 from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
-from scipy.stats import rankdata, wilcoxon
-
-from ._conditions import CLEAN
+from scipy.stats import wilcoxon
 
 __all__ = [
     "PairedComparison",
     "average_ranks",
-    "confirm_frame",
-    "mean_ranks",
-    "mean_table",
     "paired_comparison",
-    "paired_means",
     "relative_change",
+    "unit_table",
     "wilcoxon_p",
     "wins_ties_losses",
 ]
@@ -35,7 +29,7 @@ def wilcoxon_p(differences) -> float:
 
     Examples
     --------
-    >>> from nescal_sklearn.benchmark._stats import wilcoxon_p
+    >>> from nescal_bench._stats import wilcoxon_p
     >>> wilcoxon_p([-20.0, -10.0, 5.0])  # ranks 3, 2 negative, 1 positive: P(W <= 1) = 2/8
     0.5
     """
@@ -52,7 +46,7 @@ def relative_change(values, reference) -> np.ndarray:
 
     Examples
     --------
-    >>> from nescal_sklearn.benchmark._stats import relative_change
+    >>> from nescal_bench._stats import relative_change
     >>> relative_change([0.9, 1.2], [1.0, 1.0]).round(6).tolist()
     [-10.0, 20.0]
     """
@@ -60,16 +54,14 @@ def relative_change(values, reference) -> np.ndarray:
     return 100.0 * (values - reference) / reference
 
 
-def wins_ties_losses(
-    values, reference, *, greater_is_better: bool, tolerance: float
-) -> tuple[int, int, int]:
+def wins_ties_losses(values, reference, *, greater_is_better: bool, tolerance: float) -> tuple[int, int, int]:
     """Pairs where ``values`` beat, tie with or lose to ``reference``.
 
     A tie is a difference of at most ``tolerance`` times ``|reference|`` (relative).
 
     Examples
     --------
-    >>> from nescal_sklearn.benchmark._stats import wins_ties_losses
+    >>> from nescal_bench._stats import wins_ties_losses
     >>> wins_ties_losses([1.0, 3.0, 5.0], [2.0, 3.01, 4.0], greater_is_better=False,
     ...                  tolerance=0.01)
     (1, 1, 1)
@@ -142,7 +134,7 @@ def paired_comparison(
 
     Examples
     --------
-    >>> from nescal_sklearn.benchmark._stats import paired_comparison
+    >>> from nescal_bench._stats import paired_comparison
     >>> c = paired_comparison({"x": 0.9, "y": 0.5},
     ...                       {"ce": {"x": 1.0, "y": 1.0}, "ls": {"x": 0.8, "y": 2.0}},
     ...                       greater_is_better=False)
@@ -150,6 +142,8 @@ def paired_comparison(
     (['ls', 'ce'], [12.5, -50.0], 1)
     """
     names = list(references)
+    method = {d: v for d, v in method.items() if v == v}  # NaN: no value
+    references = {r: {d: v for d, v in references[r].items() if v == v} for r in names}
     datasets = sorted(d for d in method if all(d in references[r] for r in names))
     if not datasets:
         return None
@@ -178,112 +172,34 @@ def paired_comparison(
     )
 
 
-def mean_ranks(
-    values: Mapping[str, Mapping[Hashable, float]], *, greater_is_better: bool
-) -> tuple[dict[str, float], int]:
-    """Average rank (1 = best, ties averaged) of each method over the units every method
-    has: datasets, or (dataset, condition) pairs when settings are pooled.
+def unit_table(frame, conditions: Sequence[str], stage: str, metric: str):
+    """Seed means (a ``DataFrame``: one row per unit, one column per method) of ``metric``
+    at ``stage``: the units are datasets (one condition) or ``"dataset, condition"``
+    pairs (several), every (method, unit) that has the value."""
+    import pandas as pd
 
-    Parameters
-    ----------
-    values : mapping
-        ``method -> unit -> value``.
-    greater_is_better : bool
-        Direction of the metric.
+    rows = frame[
+        frame["condition"].isin(conditions) & (frame["stage"] == stage) & (frame["metric"] == metric)
+    ]
+    if len(conditions) > 1:
+        rows = rows.assign(dataset=rows["dataset"] + ", " + rows["condition"])
+    if rows.empty:
+        return pd.DataFrame()
+    return rows.pivot_table(index="dataset", columns="method", values="value", aggfunc="mean")
 
-    Returns
-    -------
-    ranks : dict
-        ``method -> mean rank`` (NaN for every method when no unit has them all).
-    n_units : int
-        The units ranked.
+
+def average_ranks(table, *, greater_is_better: bool) -> tuple[dict[str, float], int]:
+    """Average rank (1 = best, ties averaged) of each method (a column of ``table``) over
+    the units (rows) every present method has; NaN for a method without values.
 
     Examples
     --------
-    >>> from nescal_sklearn.benchmark._stats import mean_ranks
-    >>> mean_ranks({"a": {"x": 1.0, "y": 2.0}, "b": {"x": 2.0, "y": 2.0, "z": 0.0}},
-    ...            greater_is_better=False)
+    >>> import pandas as pd
+    >>> from nescal_bench._stats import average_ranks
+    >>> table = pd.DataFrame({"a": [1.0, 2.0, None], "b": [2.0, 2.0, 0.0]}, index=list("xyz"))
+    >>> average_ranks(table, greater_is_better=False)
     ({'a': 1.25, 'b': 1.75}, 2)
     """
-    methods = list(values)
-    units = [u for u in next(iter(values.values()), {}) if all(u in values[m] for m in methods)]
-    if not units:
-        return {m: math.nan for m in methods}, 0
-    table = np.array([[values[m][u] for m in methods] for u in units], dtype=float)
-    if greater_is_better:
-        table = -table
-    ranks = np.vstack([rankdata(row) for row in table]).mean(axis=0)
-    return dict(zip(methods, ranks.tolist(), strict=True)), len(units)
-
-
-# --------------------------------------------------------------------------- report tables
-def confirm_frame(reported: dict, condition: str = CLEAN) -> pd.DataFrame:
-    """Long table of reported results (``dataset -> method -> [records]``) under ``condition``.
-
-    Columns: dataset, method, stage (``"raw"`` or a calibrator), metric, seed, value.
-    ``condition`` is :data:`CLEAN` (the test rows) or an evaluation condition's name.
-    """
-
-    def measured(record):
-        return record["test"] if condition == CLEAN else record["conditions"].get(condition, {})
-
-    rows = [
-        (dataset, method, stage, metric, record["seed"], value)
-        for dataset, by_method in reported.items()
-        for method, found in by_method.items()
-        for record in found
-        for stage, metrics in measured(record).items()
-        for metric, value in metrics.items()
-    ]
-    columns = ["dataset", "method", "stage", "metric", "seed", "value"]
-    return pd.DataFrame(rows, columns=columns)
-
-
-def mean_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """Mean, standard deviation (ddof=1; 0 for one seed) and count over the confirm seeds.
-
-    Indexed by (dataset, method, stage, metric).
-    """
-    grouped = frame.groupby(["dataset", "method", "stage", "metric"], sort=False)["value"]
-    out = grouped.agg(mean="mean", std="std", n="count")
-    out["std"] = out["std"].fillna(0.0)
-    return out
-
-
-def _stage_means(means: pd.DataFrame, stage: str, metric: str) -> pd.DataFrame | None:
-    """Per-dataset means by method at ``stage`` (None when no fit has that stage: a
-    calibrator that failed on every fit)."""
-    try:
-        sub = means.xs((stage, metric), level=("stage", "metric"))
-    except KeyError:
-        return None
-    return sub["mean"].unstack("method")
-
-
-def paired_means(means: pd.DataFrame, method: str, other: str, stage: str, metric: str):
-    """Per-dataset means of ``method`` and ``other`` on the datasets both have."""
-    sub = _stage_means(means, stage, metric)
-    if sub is None or method not in sub or other not in sub:
-        return np.array([]), np.array([])
-    both = sub[[method, other]].dropna()
-    return both[method].to_numpy(), both[other].to_numpy()
-
-
-def average_ranks(
-    means: pd.DataFrame, stage: str, metric: str, methods: Sequence[str], greater_is_better: bool
-) -> tuple[dict[str, float], int]:
-    """Mean rank (1 = best, ties averaged) of each method over the datasets all of them have.
-
-    Returns the ranks and the number of datasets ranked.
-    """
-    sub = _stage_means(means, stage, metric)
-    present = [] if sub is None else [m for m in methods if m in sub]
-    sub = None if sub is None else sub[present].dropna()
-    if sub is None or sub.empty:
-        return {m: math.nan for m in methods}, 0
-    values = sub.to_numpy()
-    if greater_is_better:
-        values = -values
-    ranks = np.vstack([rankdata(row) for row in values]).mean(axis=0)
-    out = dict(zip(present, ranks.tolist(), strict=True))
-    return {m: out.get(m, math.nan) for m in methods}, len(sub)
+    present = table.dropna(axis=1, how="all").dropna()
+    ranks = present.rank(axis=1, ascending=not greater_is_better).mean()
+    return {m: float(ranks.get(m, math.nan)) for m in table.columns}, len(present)

@@ -38,7 +38,7 @@ def aligned_proba(model, X, classes: np.ndarray) -> np.ndarray:
 
 def reliability_bins(y, proba, classes) -> dict:
     """Top-label bins (equal width, :data:`N_BINS`): counts, mean confidence, accuracy."""
-    from ..metrics import reliability_curve
+    from nescal_sklearn.metrics import reliability_curve
 
     curve = reliability_curve(y, proba, labels=classes, n_bins=N_BINS)
 
@@ -101,9 +101,7 @@ def evaluate_stages(
         if condition.refits:
             continue
         try:
-            built.append(
-                (condition, condition.apply(context, condition_rng(seed, condition.stream)))
-            )
+            built.append((condition, condition.apply(context, condition_rng(seed, condition.stream))))
         except ConditionSkipped as exc:
             skipped[condition.name] = str(exc)
     measured: dict[str, dict] = {condition.name: {} for condition, _ in built}

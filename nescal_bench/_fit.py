@@ -20,15 +20,15 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.frozen import FrozenEstimator
 
+from ._adapters import calibrator_summary
 from ._conditions import ConditionContext, ConditionSkipped
 from ._data import Split
 from ._evaluate import evaluate_refit, evaluate_stages
-from ._external import calibrator_summary
 from ._plan import FitTask
-from ._records import RecordStore, library_versions
+from ._records import library_versions
 from ._registry import CALIBRATORS
 from ._sources import load_benchmark_data
-from ._watchdog import ensure_parent_alive, watch_parent
+from ._watchdog import watch_parent
 
 __all__ = ["execute_fit", "limit_threads", "run_fit"]
 
@@ -151,9 +151,7 @@ def _refit_conditions(task: FitTask, split: Split, context: ConditionContext) ->
         try:
             model = _fit(clone(task.estimator), reduced, task.budget.threads)
             stages, failed = _calibrate(model, reduced, task.calibrators)
-            conditions[condition.name] = evaluate_refit(
-                condition, stages, reduced, context, task.seed
-            )
+            conditions[condition.name] = evaluate_refit(condition, stages, reduced, context, task.seed)
         except Exception as exc:  # the refit only: the main model's record stays
             skipped[condition.name] = f"its refit failed: {type(exc).__name__}: {exc}"
             continue
@@ -170,89 +168,62 @@ def _refit_conditions(task: FitTask, split: Split, context: ConditionContext) ->
 def execute_fit(task: FitTask) -> dict:
     """Run one fit and return its record (see ``docs/benchmark_runner.md`` for the layout)."""
     caught: list[str] = []
+    seconds: dict[str, float] = {}
+
+    @contextmanager
+    def step(name: str):  # timed, its warnings recorded (predictions warn too)
+        start = time.perf_counter()
+        with collect_warnings(caught):
+            yield
+        seconds[name] = time.perf_counter() - start
+
     with limit_threads(task.budget.threads):
         data = load_benchmark_data(task.dataset, task.data)
         split, split_name = task.dataset.split(data, task.seed, task.splits, task.budget.max_rows)
-        start = time.perf_counter()
-        with collect_warnings(caught):
+        with step("fit_seconds"):
             model = _fit(clone(task.estimator), split, task.budget.threads)
-        fit_seconds = time.perf_counter() - start
-
-        start = time.perf_counter()
-        with collect_warnings(caught):
+        with step("calibration_seconds"):
             stages, failed = _calibrate(model, split, task.calibrators)
-        calibration_seconds = time.perf_counter() - start
         context = ConditionContext(split, task.dataset.name, task.data.data_dir)
-        start = time.perf_counter()
-        with collect_warnings(caught):  # predictions warn too (lightning, sklearn's metrics)
+        with step("evaluation_seconds"):
             measured = evaluate_stages(stages, split, task.conditions, task.seed, context)
-        evaluation_seconds = time.perf_counter() - start
-        start = time.perf_counter()
-        with collect_warnings(caught):
+        with step("refit_seconds"):
             refitted = _refit_conditions(task, split, context)
-        refit_seconds = time.perf_counter() - start
         found = {**measured["conditions"], **refitted["conditions"]}
         skipped = {**measured["skipped_conditions"], **refitted["skipped"]}
         order = [c.name for c in task.conditions]
         measured["conditions"] = {name: found[name] for name in order if name in found}
         measured["skipped_conditions"] = {name: skipped[name] for name in order if name in skipped}
-
+    if not refitted["refits"]:
+        del seconds["refit_seconds"]
+    sizes = {"n_train": len(split.y_train), "n_validation": len(split.y_val), "n_test": len(split.y_test),
+             "n_features": int(split.X_train.shape[1]), "n_classes": len(split.classes)}  # fmt: skip
+    refits = {"refits": refitted["refits"]} if refitted["refits"] else {}
+    summaries = {name: calibrator_summary(f) for name, f in stages.items() if name != "raw"}
     return {
-        "key": task.key,
-        "dataset": task.dataset.name,
-        "method": task.method.name,
-        "point": task.point,
-        "seed": task.seed,
-        "params": task.estimator_params,
-        "identity": task.identity,
-        "data": {
-            "split": split_name,
-            "n_train": len(split.y_train),
-            "n_validation": len(split.y_val),
-            "n_test": len(split.y_test),
-            "n_features": int(split.X_train.shape[1]),
-            "n_classes": len(split.classes),
-        },
-        **measured,
-        "fit": {
-            **_fit_info(model),
-            "warnings": caught,
-            **({"refits": refitted["refits"]} if refitted["refits"] else {}),
-        },
-        "calibrators": {
-            **{name: calibrator_summary(f) for name, f in stages.items() if name != "raw"},
-            **failed,
-        },
+        "key": task.key, "dataset": task.dataset.name, "method": task.method.name, "point": task.point,
+        "seed": task.seed, "params": task.estimator_params, "identity": task.identity,
+        "data": {"split": split_name, **sizes}, **measured,
+        "fit": {**_fit_info(model), "warnings": caught, **refits}, "calibrators": {**summaries, **failed},
         "environment": library_versions(),
-        "run": {
-            "fit_seconds": fit_seconds,
-            "calibration_seconds": calibration_seconds,
-            "evaluation_seconds": evaluation_seconds,
-            **({"refit_seconds": refit_seconds} if refitted["refits"] else {}),
-            "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "host": platform.node(),
-        },
-    }
+        "run": {**seconds, "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "host": platform.node()},
+    }  # fmt: skip
 
 
-def run_fit(task: FitTask, results_dir: str, parent_pid: int | None = None) -> dict:
-    """Worker entry point: run ``task``, write its record (or failure), return it.
+def run_fit(task: FitTask, parent_pid: int | None = None) -> dict:
+    """Worker entry point: run ``task`` and return ``{"ok": True, "record": ...}`` or
+    ``{"ok": False, "failure": ...}``; the runner writes it (only the holder of the output
+    folder's lock writes there).
 
-    Returns ``{"ok": True, "record": ..., "written": ...}`` or ``{"ok": False,
-    "failure": ..., "written": ...}``; ``written`` is False when this process could not
-    write the file (a remote worker without the results folder), and then the runner
-    writes it. An exception inside the fit never stops the run, but a
-    ``KeyboardInterrupt`` (Ctrl-C) does: it propagates, and nothing is recorded for the
-    interrupted fit.
-
+    An exception inside the fit never stops the run, but a ``KeyboardInterrupt``
+    (Ctrl-C) does: it propagates, and nothing is recorded for the interrupted fit.
     ``parent_pid`` is the runner's pid when this runs in one of its worker processes:
-    the worker then exits as soon as the runner is gone (see :mod:`._watchdog`), and
-    never writes a record after that.
+    the worker then exits as soon as the runner is gone (see :mod:`._watchdog`).
     """
     watch_parent(parent_pid)
-    store = RecordStore(results_dir)
     try:
-        record = execute_fit(task)
+        return {"ok": True, "record": execute_fit(task)}
     except Exception as exc:  # reported by the runner, retried by --resume
         failure = {
             "key": task.key,
@@ -263,15 +234,4 @@ def run_fit(task: FitTask, results_dir: str, parent_pid: int | None = None) -> d
             "error": f"{type(exc).__name__}: {exc}",
             "traceback": traceback.format_exc(),
         }
-        ensure_parent_alive(parent_pid)
-        try:
-            store.write_failure(failure)
-        except OSError:
-            return {"ok": False, "failure": failure, "written": False}
-        return {"ok": False, "failure": failure, "written": True}
-    ensure_parent_alive(parent_pid)
-    try:
-        store.write(record)
-    except OSError:  # a remote worker without the results folder: the runner writes it
-        return {"ok": True, "record": record, "written": False}
-    return {"ok": True, "record": record, "written": True}
+        return {"ok": False, "failure": failure}

@@ -2,7 +2,7 @@
 
 With ``--jobs N`` the fits run in loky worker processes. If the runner is killed
 (``kill -9``), loky's workers would live on until their idle timeout (5 minutes),
-finishing and recording fits in a folder that a resumed runner may already use. So
+taking the cores of a resumed runner (and its fits, whose results nobody reads). So
 every worker runs :func:`watch_parent` when it starts (the loky initializer) and again
 at each fit: a daemon thread that checks every :data:`INTERVAL` seconds that the
 worker's parent is still the runner (``os.getppid()``; a dead parent's children are

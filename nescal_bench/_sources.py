@@ -1,56 +1,116 @@
-"""Dataset sources of a benchmark: one small class per kind of dataset entry.
+"""Dataset sources of a benchmark: the local suite, scikit-learn's sets, OpenML tasks and suites.
 
 ``{"local": name}``, ``{"sklearn": name}``, ``{"openml_task": id}`` and
 ``{"openml_suite": id}`` in a configuration become :class:`LocalSource`,
 :class:`SklearnSource`, :class:`OpenMLTaskSource` and :class:`OpenMLSuiteSource`;
-``"imbalance"`` wraps a local or scikit-learn source in :class:`ImbalancedSource`.
-Each source knows its name, its JSON form, its identity (part of every record key),
-how to load, describe (for the dry run), split and, for a suite, expand itself.
-:data:`SOURCES` is the only place where a configuration key becomes a class.
+``"imbalance"`` wraps a local or scikit-learn source in :class:`ImbalancedSource`, and
+``{"suite": "dev"}`` stands for the local sets of a named suite (:data:`SUITES`), written
+once here instead of in every configuration. Each source knows its name (checked to be
+a safe file name: it names the report's figures), its JSON form, its identity (part of
+every record key), how to load, describe (for the dry run) and split itself.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from abc import ABC, abstractmethod
+import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
-import pandas as pd
 from sklearn.model_selection import train_test_split
 
-from ._data import SUBSAMPLE_SEED, Split, cap_rows, make_imbalanced, preprocess_split, take_rows
-from ._datasets import _data_dir, load_local_dataset
-from ._specs import ConfigError, OpenMLSettings, Splits, _fail, _int, _is_int
+from ._base import check_name
+from ._data import SUBSAMPLE_SEED, cap_rows, make_imbalanced, preprocess_split, take_rows
 
 __all__ = [
+    "DEFAULT_DATA_DIR",
     "SKLEARN_DATASETS",
-    "SOURCES",
+    "SUITES",
     "BenchmarkData",
     "DataContext",
     "DatasetSource",
     "ImbalancedSource",
+    "LocalDataset",
     "LocalSource",
     "OpenMLSuiteSource",
     "OpenMLTaskSource",
     "SklearnSource",
+    "list_local_datasets",
     "load_benchmark_data",
+    "load_local_dataset",
 ]
+
+#: Where the development suite lives, relative to the repository root; the
+#: ``NESCAL_DATA_DIR`` environment variable overrides it.
+DEFAULT_DATA_DIR = Path("..") / "shared" / "data"
 
 #: The datasets bundled with scikit-learn that ``{"sklearn": name}`` accepts.
 SKLEARN_DATASETS = ("iris", "wine", "breast_cancer", "digits")
 
+#: Named suites of local datasets: ``{"suite": name}`` in a configuration's ``datasets``.
+SUITES: dict[str, tuple[str, ...]] = {
+    "dev": (
+        "adult", "bank-marketing", "electricity", "shuttle", "letter", "magic-telescope",
+        "pendigits", "phoneme", "spambase", "churn", "mnist_784_5k", "fashion-mnist", "kc1",
+        "car", "credit-g", "vehicle", "diabetes", "soybean", "wdbc",
+    ),  # fmt: skip
+}
+
+
+def data_dir(folder: str | os.PathLike | None) -> Path:
+    """``folder``, else ``$NESCAL_DATA_DIR``, else :data:`DEFAULT_DATA_DIR`."""
+    if folder is not None:
+        return Path(folder)
+    return Path(os.environ.get("NESCAL_DATA_DIR", DEFAULT_DATA_DIR))
+
+
+class LocalDataset(NamedTuple):
+    """A dataset of the local suite: features (``X``, a DataFrame with numeric and
+    ``category`` columns, missing values as NaN), labels (``y``, column ``target``) and
+    its manifest entry (``info``)."""
+
+    name: str
+    X: Any
+    y: Any
+    info: dict
+
+
+def list_local_datasets(folder: str | os.PathLike | None = None) -> list[dict]:
+    """The manifest entries of the local suite (``folder/manifest.json``; None:
+    ``$NESCAL_DATA_DIR`` or ``../shared/data``)."""
+    path = data_dir(folder) / "manifest.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"No manifest.json in data_dir={str(path.parent)!r} (resolved to "
+                                f"{str(path.parent.resolve())!r}); pass data_dir or set NESCAL_DATA_DIR.")  # fmt: skip
+    return json.loads(path.read_text())
+
+
+def load_local_dataset(name: str, folder: str | os.PathLike | None = None) -> LocalDataset:
+    """Load one dataset of the local suite by its manifest name (e.g. ``"credit-g"``)."""
+    import pandas as pd
+
+    entries = {entry["name"]: entry for entry in list_local_datasets(folder)}
+    if name not in entries:
+        raise ValueError(f"Unknown dataset name={name!r}; the manifest lists {sorted(entries)}.")
+    frame = pd.read_parquet(data_dir(folder) / entries[name]["file"])
+    y = frame.pop("target")
+    if isinstance(y.dtype, pd.CategoricalDtype):
+        y = y.astype(str)
+    return LocalDataset(name, frame, y, entries[name])
+
 
 @dataclass(frozen=True)
 class DataContext:
-    """Where data come from: the local suite's folder, openml settings, the row cap."""
+    """Where data come from: the local suite's folder, openml settings, the row cap, and
+    whether OpenML may download (``offline``: only cached tasks)."""
 
     data_dir: str | None
-    openml: OpenMLSettings
+    openml: Any  # OpenMLSettings
     max_rows: int | None
+    offline: bool = False
 
 
 @dataclass(frozen=True)
@@ -58,7 +118,7 @@ class BenchmarkData:
     """A dataset ready for splitting: raw features, labels and, for OpenML, the task."""
 
     name: str
-    X: pd.DataFrame | np.ndarray
+    X: Any
     y: np.ndarray
     task: object | None = None  # OpenMLTaskData
 
@@ -67,129 +127,82 @@ class BenchmarkData:
         return len(np.unique(self.y))
 
 
-class DatasetSource(ABC):
-    """One dataset entry of a configuration.
-
-    Subclasses are frozen dataclasses (hashable: loads are cached per source) with a
-    class attribute ``key``, the configuration key they are written with.
-    """
+class DatasetSource:
+    """One dataset entry of a configuration (subclasses are frozen dataclasses: hashable,
+    so that loads are cached per source)."""
 
     key: ClassVar[str]
-    #: What the source is, in words (``"scikit-learn"``).
-    label: ClassVar[str]
     #: Whether ``"imbalance"`` may wrap this source (see :class:`ImbalancedSource`).
     can_be_imbalanced: ClassVar[bool] = False
+    ref: Any
 
-    @classmethod
-    @abstractmethod
-    def from_config(cls, path: str, ref: Any, data_dir: Path | None) -> DatasetSource:
-        """Validate the value of ``key`` in a dataset entry; ``data_dir`` None skips file checks."""
+    def __post_init__(self) -> None:
+        check_name(self.name)  # it names the report's figure: never a path
 
     @property
-    @abstractmethod
     def name(self) -> str:
         """Name used in records, tables and file names."""
+        return f"{self.key}-{self.ref}"
 
-    @abstractmethod
     def to_json(self) -> dict:
-        """The configuration entry."""
+        """The configuration entry (also what identifies the data in a record key)."""
+        return {self.key: self.ref}
 
-    def identity(self) -> dict:
-        """What identifies the data in a record key (the configuration entry)."""
-        return self.to_json()
-
-    @abstractmethod
     def load(self, context: DataContext) -> BenchmarkData:
         """Load the data (capped at ``context.max_rows`` where the source applies a cap)."""
+        X, y = self.raw(context)
+        X, y = cap_rows(X, np.asarray(y), context.max_rows)
+        if hasattr(X, "reset_index"):
+            X = X.reset_index(drop=True)
+        return BenchmarkData(self.name, X, np.asarray(y))
+
+    def raw(self, context: DataContext) -> tuple[Any, np.ndarray]:
+        """All the rows: features and labels."""
+        raise NotImplementedError
 
     def describe(self, context: DataContext) -> dict:
         """Rows, features and classes, for the dry-run plan."""
         data = load_benchmark_data(self, context)
-        return {"rows": len(data.y), "features": data.X.shape[1], "classes": data.n_classes}
+        rows = len(data.y) if context.max_rows is None else min(len(data.y), context.max_rows)
+        return {"rows": rows, "features": data.X.shape[1], "classes": data.n_classes}
 
-    def expand(self, openml: OpenMLSettings) -> tuple[DatasetSource, ...]:
+    def expand(self, context: DataContext) -> tuple[DatasetSource, ...]:
         """The sources this entry stands for (itself, or a suite's tasks)."""
         return (self,)
 
     def prepare(self, context: DataContext) -> None:
         """Fetch what a fit needs before any fit starts (nothing by default)."""
-        return None
 
-    def split(self, data: BenchmarkData, seed: int, splits: Splits, max_rows: int | None):
+    def split(self, data: BenchmarkData, seed: int, splits, max_rows: int | None):
         """The preprocessed split of ``seed`` and a description: stratified by default."""
         from ._data import stratified_split
 
         fractions = (splits.train, splits.validation, splits.test)
         return stratified_split(data.X, data.y, seed=seed, fractions=fractions), "stratified"
 
-    def split_identity(self, splits: Splits) -> dict:
+    def split_identity(self, splits) -> dict:
         """The split settings this source uses (part of every record key)."""
         return {"train": splits.train, "validation": splits.validation, "test": splits.test}
 
 
-class TabularSource(DatasetSource):
-    """A source whose raw rows are loaded whole, then capped by a stratified subsample."""
-
-    can_be_imbalanced = True
-
-    @abstractmethod
-    def raw(self, context: DataContext) -> tuple[Any, np.ndarray]:
-        """All the rows: features and labels."""
-
-    def load(self, context: DataContext) -> BenchmarkData:
-        X, y = self.raw(context)
-        X, y = cap_rows(X, np.asarray(y), context.max_rows)
-        if isinstance(X, pd.DataFrame):
-            X = X.reset_index(drop=True)
-        return BenchmarkData(self.name, X, np.asarray(y))
-
-
 @dataclass(frozen=True)
-class LocalSource(TabularSource):
+class LocalSource(DatasetSource):
     """A parquet file of the local suite, by its ``manifest.json`` name.
 
     Examples
     --------
-    >>> from nescal_sklearn.benchmark import LocalSource
+    >>> from nescal_bench import LocalSource
     >>> LocalSource("adult").name, LocalSource("adult").to_json()
     ('adult', {'local': 'adult'})
     """
 
     ref: str
     key: ClassVar[str] = "local"
-    label: ClassVar[str] = "local"
-
-    @classmethod
-    def from_config(cls, path: str, ref: Any, data_dir: Path | None) -> LocalSource:
-        if not isinstance(ref, str):
-            raise _fail(path, "a dataset name of the local manifest", ref)
-        if data_dir is not None:
-            manifest = data_dir / "manifest.json"
-            if not manifest.is_file():
-                raise ConfigError(
-                    path,
-                    f"no manifest.json in data_dir {str(data_dir)!r} (resolved to "
-                    f"{str(data_dir.resolve())!r}); set data_dir or NESCAL_DATA_DIR",
-                )
-            entries = json.loads(manifest.read_text())
-            names = [item["name"] for item in entries]
-            if ref not in names:
-                raise _fail(path, f"a dataset of {str(manifest)!r}, one of {names}", ref)
-            entry = entries[names.index(ref)]
-            if "file" in entry and not (data_dir / entry["file"]).is_file():
-                raise ConfigError(
-                    path,
-                    f"the entry {ref!r} of {str(manifest)!r} names the file "
-                    f"{str(data_dir / entry['file'])!r}, which does not exist",
-                )
-        return cls(ref)
+    can_be_imbalanced: ClassVar[bool] = True
 
     @property
     def name(self) -> str:
         return self.ref
-
-    def to_json(self) -> dict:
-        return {self.key: self.ref}
 
     def raw(self, context: DataContext):
         dataset = load_local_dataset(self.ref, context.data_dir)
@@ -197,41 +210,38 @@ class LocalSource(TabularSource):
 
     def describe(self, context: DataContext) -> dict:
         """From the manifest, without reading the parquet file."""
-        manifest = json.loads((Path(_data_dir(context.data_dir)) / "manifest.json").read_text())
-        entry = next(item for item in manifest if item["name"] == self.ref)
-        rows = (
-            entry["n_rows"] if context.max_rows is None else min(entry["n_rows"], context.max_rows)
-        )
+        entry = next(e for e in list_local_datasets(context.data_dir) if e["name"] == self.ref)
+        rows = entry["n_rows"] if context.max_rows is None else min(entry["n_rows"], context.max_rows)
         return {"rows": rows, "features": entry["n_features"], "classes": entry["n_classes"]}
+
+    def check_files(self, folder: Path) -> str | None:
+        """What is wrong with this dataset's files under ``folder`` (None: nothing)."""
+        manifest = folder / "manifest.json"
+        if not manifest.is_file():
+            return f"no manifest.json in data_dir {str(folder)!r} (resolved to {str(folder.resolve())!r}); set data_dir or NESCAL_DATA_DIR"
+        entries = {e["name"]: e for e in json.loads(manifest.read_text())}
+        if self.ref not in entries:
+            return f"expected a dataset of {str(manifest)!r}, one of {list(entries)}, got {json.dumps(self.ref)}"
+        file = entries[self.ref].get("file")
+        if file is not None and not (folder / file).is_file():
+            return f"the entry {self.ref!r} of {str(manifest)!r} names the file {str(folder / file)!r}, which does not exist"
+        return None
 
 
 @dataclass(frozen=True)
-class SklearnSource(TabularSource):
+class SklearnSource(DatasetSource):
     """A dataset bundled with scikit-learn (``sklearn.datasets.load_<name>``).
 
     Examples
     --------
-    >>> from nescal_sklearn.benchmark import SklearnSource
+    >>> from nescal_bench import SklearnSource
     >>> SklearnSource("iris").name
     'sklearn-iris'
     """
 
     ref: str
     key: ClassVar[str] = "sklearn"
-    label: ClassVar[str] = "scikit-learn"
-
-    @classmethod
-    def from_config(cls, path: str, ref: Any, data_dir: Path | None) -> SklearnSource:
-        if ref not in SKLEARN_DATASETS:
-            raise _fail(path, f"one of scikit-learn's bundled sets {list(SKLEARN_DATASETS)}", ref)
-        return cls(ref)
-
-    @property
-    def name(self) -> str:
-        return f"sklearn-{self.ref}"
-
-    def to_json(self) -> dict:
-        return {self.key: self.ref}
+    can_be_imbalanced: ClassVar[bool] = True
 
     def raw(self, context: DataContext):
         import sklearn.datasets
@@ -240,30 +250,20 @@ class SklearnSource(TabularSource):
 
 
 @dataclass(frozen=True)
-class ImbalancedSource(TabularSource):
+class ImbalancedSource(DatasetSource):
     """A local or scikit-learn source made long-tailed (see :func:`make_imbalanced`),
     before the row cap.
 
     Examples
     --------
-    >>> from nescal_sklearn.benchmark import ImbalancedSource, LocalSource
+    >>> from nescal_bench import ImbalancedSource, LocalSource
     >>> source = ImbalancedSource(LocalSource("letter"), 0.05)
     >>> source.name, source.to_json()
     ('letter-imbalance-0.05', {'local': 'letter', 'imbalance': 0.05})
     """
 
-    base: TabularSource
+    base: DatasetSource
     ratio: float
-    can_be_imbalanced: ClassVar[bool] = False
-
-    @classmethod
-    def from_config(cls, path: str, ref: Any, data_dir: Path | None) -> ImbalancedSource:
-        """Not a configuration key of its own: ``"imbalance"`` wraps the entry's source."""
-        raise TypeError("an ImbalancedSource is built from its base source and a ratio")
-
-    @property
-    def key(self) -> str:  # type: ignore[override]
-        return self.base.key
 
     @property
     def name(self) -> str:
@@ -289,43 +289,30 @@ class OpenMLTaskSource(DatasetSource):
 
     Examples
     --------
-    >>> from nescal_sklearn.benchmark import OpenMLTaskSource
+    >>> from nescal_bench import OpenMLTaskSource
     >>> OpenMLTaskSource(31).name
     'openml-task-31'
     """
 
     ref: int
     key: ClassVar[str] = "openml_task"
-    label: ClassVar[str] = "OpenML task"
-
-    @classmethod
-    def from_config(cls, path: str, ref: Any, data_dir: Path | None) -> OpenMLTaskSource:
-        return cls(_int(path, ref, 1))
 
     @property
     def name(self) -> str:
         return f"openml-task-{self.ref}"
 
-    def to_json(self) -> dict:
-        return {self.key: self.ref}
-
     def load(self, context: DataContext) -> BenchmarkData:
         """The whole task (``max_rows`` caps each training fold instead, in :meth:`split`)."""
         from ._openml import load_openml_task
 
-        task = load_openml_task(int(self.ref), context.openml)
+        task = load_openml_task(int(self.ref), context.openml, offline=context.offline)
         return BenchmarkData(self.name, task.X, np.asarray(task.y), task)
-
-    def describe(self, context: DataContext) -> dict:
-        data = load_benchmark_data(self, context)
-        rows = len(data.y) if context.max_rows is None else min(len(data.y), context.max_rows)
-        return {"rows": rows, "features": data.X.shape[1], "classes": data.n_classes}
 
     def prepare(self, context: DataContext) -> None:
         """Load the task once (an unavailable task stops the run before any fit)."""
         load_benchmark_data(self, context)
 
-    def split(self, data: BenchmarkData, seed: int, splits: Splits, max_rows: int | None):
+    def split(self, data: BenchmarkData, seed: int, splits, max_rows: int | None):
         repeat, fold = data.task.fold_of_seed(seed)
         train_all, test = data.task.folds[(repeat, fold)]
         y = data.y
@@ -336,12 +323,10 @@ class OpenMLTaskSource(DatasetSource):
         train, val = train_test_split(
             train_all, test_size=splits.task_validation, stratify=y[train_all], random_state=seed
         )
-        split: Split = preprocess_split(
-            data.X, y, np.sort(train), np.sort(val), np.asarray(test), np.unique(y)
-        )
+        split = preprocess_split(data.X, y, np.sort(train), np.sort(val), np.asarray(test), np.unique(y))
         return split, f"openml task {data.task.task_id} repeat {repeat} fold {fold}"
 
-    def split_identity(self, splits: Splits) -> dict:
+    def split_identity(self, splits) -> dict:
         return {"task_validation": splits.task_validation}
 
 
@@ -351,32 +336,23 @@ class OpenMLSuiteSource(DatasetSource):
 
     Examples
     --------
-    >>> from nescal_sklearn.benchmark import OpenMLSuiteSource
+    >>> from nescal_bench import OpenMLSuiteSource
     >>> OpenMLSuiteSource("OpenML-CC18").name
     'openml-suite-OpenML-CC18'
     """
 
     ref: int | str
     key: ClassVar[str] = "openml_suite"
-    label: ClassVar[str] = "OpenML suite"
-
-    @classmethod
-    def from_config(cls, path: str, ref: Any, data_dir: Path | None) -> OpenMLSuiteSource:
-        if not (_is_int(ref) and ref >= 1) and not (isinstance(ref, str) and ref):
-            raise _fail(path, "an OpenML suite id (int >= 1) or alias (str)", ref)
-        return cls(ref)
 
     @property
     def name(self) -> str:
         return f"openml-suite-{self.ref}"
 
-    def to_json(self) -> dict:
-        return {self.key: self.ref}
-
-    def expand(self, openml: OpenMLSettings) -> tuple[DatasetSource, ...]:
+    def expand(self, context: DataContext) -> tuple[DatasetSource, ...]:
         from ._openml import expand_suite
 
-        return tuple(OpenMLTaskSource(task) for task in expand_suite(self.ref, openml))
+        tasks = expand_suite(self.ref, context.openml, offline=context.offline)
+        return tuple(OpenMLTaskSource(task) for task in tasks)
 
     def load(self, context: DataContext) -> BenchmarkData:
         raise ValueError(f"OpenML suite {self.ref!r} must be expanded into tasks before loading.")

@@ -1,15 +1,14 @@
 """Run a benchmark: plan, fit in parallel (joblib, or dask through joblib), record, report.
 
-Fits run with ``joblib.Parallel``; with ``scheduler`` the same calls go to a
-dask.distributed cluster through joblib's dask backend. Each finished fit is one
-record file written atomically by the worker (and again by the runner if the
-worker's file system is not the runner's), so killing the run loses no finished
-fit and ``resume=True`` skips every fit already recorded.
+Fits run with ``joblib.Parallel`` (loky worker processes). Each finished fit comes back to
+the runner, which writes it as one record file (atomically), so killing the run loses
+no recorded fit and ``resume=True`` skips every fit already recorded.
 
 Nothing lost, nothing silently wrong:
 
-* the run holds the output directory's lock (:mod:`._lock`) from before it writes
-  ``config.json`` to its end, whatever the end;
+* the run holds the output directory's lock (``filelock`` on ``OUTPUT/.lock``, released
+  by the kernel however the runner dies) from before it writes ``config.json`` to its
+  end: one runner per output folder;
 * Ctrl-C propagates as ``KeyboardInterrupt`` (the interrupted fit is not recorded;
   with ``jobs > 1`` the workers are stopped);
 * loky workers die with the runner (:mod:`._watchdog`);
@@ -25,23 +24,20 @@ import os
 import sys
 import time
 import warnings
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+import numpy as np
+
+from ._base import ConfigError, RunError
 from ._config import BenchmarkConfig, check_output_path
-from ._estimate import estimate_seconds
-from ._lock import output_lock
 from ._plan import FitTask, Plan, build_plan, expand_datasets, point_label, stale_records
-from ._records import RecordStore, write_json_atomic
-from ._specs import ConfigError, RunError
+from ._records import RecordStore, real_dir, write_atomic
 
 __all__ = ["RunError", "RunSummary", "dry_run", "plan_run", "run_benchmark"]
-
-#: Seconds to wait for a dask scheduler before the run gives up (exit 2).
-SCHEDULER_TIMEOUT = 30.0
-
 
 @dataclass
 class RunSummary:
@@ -57,9 +53,68 @@ class RunSummary:
     report: dict | None = None
 
 
-def plan_run(config: BenchmarkConfig) -> Plan:
-    """Expand OpenML suites into their tasks and list the fits."""
-    return build_plan(expand_datasets(config))
+def plan_run(config: BenchmarkConfig, *, offline: bool = False) -> Plan:
+    """Expand OpenML suites into their tasks and list the fits (``offline``: OpenML loads
+    only cached tasks)."""
+    return build_plan(expand_datasets(config, offline), offline)
+
+
+@contextlib.contextmanager
+def output_lock(output: Path):
+    """Hold ``output/.lock`` (``filelock``) in the block: one runner per output folder."""
+    from filelock import FileLock, Timeout
+
+    path = output / ".lock"
+    if path.is_symlink():
+        raise RunError(f"{path} is a symbolic link; nescal-bench never writes through one: remove it")
+    lock = FileLock(path, timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise RunError(
+            f"the output directory {str(output)!r} is in use by another nescal-bench run; "
+            "wait for it to end, or set another 'output'"
+        ) from None
+    try:
+        yield path
+    finally:
+        lock.release()
+
+
+def estimate_seconds(fits, records: list[dict]) -> tuple[float, int, int, int] | None:
+    """Estimated seconds of ``fits`` (``(dataset, method, training rows)`` each) from the
+    fit times of ``records``: ``(seconds, by pair, by method, unestimated)``, None without
+    records. A fit is estimated by the mean time of the records of its dataset and method;
+    else by its method's mean seconds per training row and epoch times its rows and the
+    method's mean epochs; else not at all.
+
+    Examples
+    --------
+    >>> from nescal_bench._runner import estimate_seconds
+    >>> records = [{"dataset": "a", "method": "ce", "data": {"n_train": 100},
+    ...             "fit": {"n_epochs": 10}, "run": {"fit_seconds": 2.0,
+    ...             "calibration_seconds": 0.0}}]
+    >>> estimate_seconds([("a", "ce", 100), ("b", "ce", 300), ("a", "x", 5)], records)
+    (8.0, 1, 1, 1)
+    """
+    if not records:
+        return None
+    times: dict = defaultdict(list)
+    for r in records:
+        seconds = r["run"]["fit_seconds"] + r["run"].get("calibration_seconds", 0.0)
+        epochs = int(r.get("fit", {}).get("n_epochs") or r.get("fit", {}).get("n_iter") or 1)
+        times[(r["dataset"], r["method"])].append(seconds)
+        times[r["method"]].append((seconds / (max(r["data"]["n_train"], 1) * epochs), epochs))
+    total, counts = 0.0, [0, 0, 0]
+    for dataset, method, n_train in fits:
+        if (dataset, method) in times:
+            total, counts[0] = total + float(np.mean(times[(dataset, method)])), counts[0] + 1
+        elif method in times:
+            rate, epochs = np.mean(times[method], axis=0)
+            total, counts[1] = total + float(rate * n_train * epochs), counts[1] + 1
+        else:
+            counts[2] += 1
+    return (total, *counts)
 
 
 def _format_seconds(seconds: float) -> str:
@@ -75,106 +130,61 @@ def _format_seconds(seconds: float) -> str:
 def _plan_lines(plan: Plan, sizes: dict) -> list[str]:
     config = plan.config
     lines = [f"Plan of {config.name!r} -> {config.output}", f"datasets ({len(config.datasets)}):"]
-    for d in config.datasets:
-        s = sizes[d.name]
-        lines.append(
-            f"  {d.name:<24} {s['rows']:>7} rows  {s['features']:>4} features  {s['classes']:>3} classes"
-        )
+    lines += [f"  {d.name:<24} {sizes[d.name]['rows']:>7} rows  {sizes[d.name]['features']:>4} features  "
+              f"{sizes[d.name]['classes']:>3} classes" for d in config.datasets]  # fmt: skip
     lines.append(f"methods ({len(config.methods)}):")
     for m in config.methods:
         fixed = f" {json.dumps(dict(m.params))}" if m.params else ""
         grid = " x ".join(f"{k} in {list(v)}" for k, v in sorted(m.grid.items()))
         n = len(m.points())
-        lines.append(
-            f"  {m.name:<24} {m.kind.describe()}{fixed}; {n} grid point{'s' * (n != 1)}"
-            + (f": {grid}" if grid else "")
-        )
-    calibrators = ", ".join(
-        c.name if c.label is None else f"{c.label} ({c.name})" for c in config.calibrators
-    )
-    lines.append(f"calibrators: {calibrators or 'none'}")
-    conditions = ", ".join(
-        f"{c.name} ({c.kind}{''.join(f' {k}={v}' for k, v in c.params().items())})"
-        for c in config.conditions
-    )
-    lines.append(f"conditions: {conditions or 'none'}")
-    lines.append(
-        f"seeds: search {list(config.search_seeds)}, confirm {list(config.confirm_seeds)}; "
-        f"grid point chosen on mean validation NLL ({config.selection})"
-    )
-    n_search_points = sum(len(m.points()) for m in config.methods if len(m.points()) > 1)
-    lines.append(
-        f"fits: {len(config.datasets)} datasets x ({n_search_points} searched grid points x "
-        f"{len(config.search_seeds)} search seeds + {len(config.methods)} methods x "
-        f"{len(config.confirm_seeds)} confirm seeds) = {len(plan.search) + plan.n_confirm} fits, "
-        f"{plan.n_fits} distinct (a confirm fit equal to a search fit runs once)"
-    )
-    return lines
+        lines.append(f"  {m.name:<24} {m.kind.describe()}{fixed}; {n} grid point{'s' * (n != 1)}"
+                     + (f": {grid}" if grid else ""))  # fmt: skip
+    calibrators = ", ".join(c.name if c.label is None else f"{c.label} ({c.name})" for c in config.calibrators)
+    conditions = ", ".join(f"{c.name} ({c.kind}{''.join(f' {k}={v}' for k, v in c.params().items())})"
+                           for c in config.conditions)  # fmt: skip
+    searched = sum(len(m.points()) for m in config.methods if len(m.points()) > 1)
+    return [*lines, f"calibrators: {calibrators or 'none'}", f"conditions: {conditions or 'none'}",
+            f"seeds: search {list(config.search_seeds)}, confirm {list(config.confirm_seeds)}; grid point "
+            f"chosen on mean validation NLL ({config.selection})",
+            f"fits: {len(config.datasets)} datasets x ({searched} searched grid points x "
+            f"{len(config.search_seeds)} search seeds + {len(config.methods)} methods x "
+            f"{len(config.confirm_seeds)} confirm seeds) = {len(plan.search) + plan.n_confirm} fits, "
+            f"{plan.n_fits} distinct (a confirm fit equal to a search fit runs once)"]  # fmt: skip
 
 
-def _distinct_fits(plan: Plan) -> list[FitTask]:
-    """One task per distinct fit (a gridded pair's confirm fits at its first point)."""
-    tasks, seen = [], set()
-    first_points = [by_point[next(iter(by_point))] for by_point in plan.confirm_candidates.values()]
-    for task in plan.search + plan.confirm_fixed + [t for ts in first_points for t in ts]:
-        if task.key not in seen:
-            seen.add(task.key)
-            tasks.append(task)
-    return tasks
-
-
-def _estimate_line(
-    plan: Plan, sizes: dict, records: list[dict], where: str, done: set[str], jobs, scheduler
-) -> str:
-    config = plan.config
-    todo = [task for task in _distinct_fits(plan) if task.key not in done]
-    fits = [
-        (t.dataset.name, t.method.name, sizes[t.dataset.name]["rows"] * config.splits.train)
-        for t in todo
-    ]
-    estimate = estimate_seconds(fits, records)
+def _estimate_line(plan: Plan, sizes: dict, records: list[dict], where: str, done: set[str], jobs) -> str:
+    first = [next(iter(by_point.values())) for by_point in plan.confirm_candidates.values()]
+    todo = {t.key: t for t in plan.search + plan.confirm_fixed + [t for ts in first for t in ts]}
+    todo = [t for key, t in todo.items() if key not in done]  # each distinct fit once
+    train = plan.config.splits.train
+    estimate = estimate_seconds([(t.dataset.name, t.method.name, sizes[t.dataset.name]["rows"] * train)
+                                 for t in todo], records)  # fmt: skip
     if estimate is None:
-        return (
-            "estimated time: none (a dry run trains nothing, and there are no records to "
-            "measure from: pass --estimate-from RESULTS_DIR of an earlier run of similar fits, "
-            "or --resume with an output folder that holds records)"
-        )
-    how = (
-        f"from the fit times of {estimate.n_records} records in {where}: {estimate.by_pair} "
-        f"fits by the records of their dataset and method, {estimate.by_method} by their "
-        "method's seconds per training row and epoch"
-        + (
-            f", {estimate.unestimated} fits of methods without records not counted"
-            if estimate.unestimated
-            else ""
-        )
-    )
-    if scheduler is not None:
-        return (
-            f"estimated time: {_format_seconds(estimate.seconds)} of fitting, divided among "
-            f"the workers of {scheduler} ({how})"
-        )
+        return ("estimated time: none (a dry run trains nothing, and there are no records to measure from: "
+                "pass --estimate-from RESULTS_DIR of an earlier run of similar fits, or --resume with an "
+                "output folder that holds records)")  # fmt: skip
+    seconds, by_pair, by_method, unestimated = estimate
+    how = (f"from the fit times of {len(records)} records in {where}: {by_pair} fits by the records of their "
+           f"dataset and method, {by_method} by their method's seconds per training row and epoch"
+           + (f", {unestimated} fits of methods without records not counted" if unestimated else ""))  # fmt: skip
     parallel = max(1, min(jobs, max(len(todo), 1)))
-    return (
-        f"estimated time: {_format_seconds(estimate.seconds / parallel)} with {jobs} job"
-        f"{'s' * (jobs != 1)} ({_format_seconds(estimate.seconds)} of fitting for "
-        f"{len(todo)} fits, {how})"
-    )
+    return (f"estimated time: {_format_seconds(seconds / parallel)} with {jobs} job{'s' * (jobs != 1)} "
+            f"({_format_seconds(seconds)} of fitting for {len(todo)} fits, {how})")  # fmt: skip
 
 
 def dry_run(
     config: BenchmarkConfig,
     *,
     jobs: int = 1,
-    scheduler: str | None = None,
     resume: bool = False,
     estimate_from: Sequence[str | Path] = (),
+    offline: bool = False,
 ) -> str:
     """The plan as text: datasets x methods x grid x seeds, number of fits, time estimate.
 
     Nothing is trained. The time estimate, if any, comes from the measured fit times
-    of existing records (see :mod:`nescal_sklearn.benchmark._estimate`): those in the
-    output folder when ``resume``, and those in the ``estimate_from`` folders.
+    of existing records (see :func:`estimate_seconds`): those in the output folder when
+    ``resume``, and those in the ``estimate_from`` folders.
 
     Parameters
     ----------
@@ -182,17 +192,17 @@ def dry_run(
         The validated configuration.
     jobs : int, default=1
         Parallel fits the estimate divides by.
-    scheduler : str or None, default=None
-        A dask scheduler address (the estimate then shows the total only).
     resume : bool, default=False
         Also say which planned fits the output folder already holds, and which of its
         records were written under another key; the estimate covers the rest.
     estimate_from : sequence of path, default=()
         Results folders whose records give the time estimate.
+    offline : bool, default=False
+        Load only cached OpenML tasks (never download).
     """
-    plan = plan_run(config)
+    plan = plan_run(config, offline=offline)
     config = plan.config
-    context = config.data_context()
+    context = config.data_context(offline)
     sizes = {d.name: d.describe(context) for d in config.datasets}
     lines = _plan_lines(plan, sizes)
     records: list[dict] = []
@@ -207,9 +217,9 @@ def dry_run(
         records += existing.values()
         sources.append(str(output))
     for folder in estimate_from:
-        records += RecordStore(folder).load_all()
+        records += RecordStore(folder).load(move=False).values()
         sources.append(str(folder))
-    lines.append(_estimate_line(plan, sizes, records, ", ".join(sources), done, jobs, scheduler))
+    lines.append(_estimate_line(plan, sizes, records, ", ".join(sources), done, jobs))
     return "\n".join(lines)
 
 
@@ -238,10 +248,6 @@ def _summary_line(result: dict, task: FitTask, done: int, total: int, selection:
     return f"{line} | {record['run']['fit_seconds']:.1f} s"
 
 
-def _key_of(result: dict) -> str:
-    return result["record"]["key"] if result["ok"] else result["failure"]["key"]
-
-
 class _Progress:
     """The state of a run while fits come back: records, summary counts, progress output."""
 
@@ -251,84 +257,61 @@ class _Progress:
 
         self.plan, self.store, self.records, self.summary = plan, store, records, summary
         self.stream, self.progress = stream, progress
-        self.bar = tqdm(
-            total=plan.n_fits, file=stream, disable=not progress or None, unit="fit",
-            dynamic_ncols=True, desc=plan.config.name,
-        )  # fmt: skip
+        self.bar = tqdm(total=plan.n_fits, file=stream, disable=not progress or None, unit="fit",
+                        dynamic_ncols=True, desc=plan.config.name)  # fmt: skip
 
     def pending(self, tasks: Iterable[FitTask]) -> list[FitTask]:
         """The tasks not yet recorded (each key once); recorded ones count as skipped."""
-        out, seen = [], set()
-        for task in tasks:
-            if task.key in seen:
-                continue
-            seen.add(task.key)
-            if task.key in self.records:
-                self.summary.n_skipped += 1
-                self.bar.update(1)
-            else:
-                out.append(task)
-        return out
-
-    def _write(self, write, item: dict, what: str) -> None:
-        try:
-            write(item)
-        except OSError as exc:
-            raise RunError(
-                f"cannot write the {what} of fit {item['key']} into {str(self.store.root)!r}: "
-                f"{exc.strerror or exc}"
-            ) from None
+        tasks = list({t.key: t for t in tasks}.values())
+        done = [t for t in tasks if t.key in self.records]
+        self.summary.n_skipped += len(done)
+        self.bar.update(len(done))
+        return [t for t in tasks if t.key not in self.records]
 
     def on_result(self, task: FitTask, result: dict) -> None:
-        summary = self.summary
+        """Write the record (or the failure note) of a finished fit: only the runner writes."""
+        item = result["record"] if result["ok"] else result["failure"]
+        try:
+            (self.store.write if result["ok"] else self.store.write_failure)(item)
+        except OSError as exc:
+            what = "record" if result["ok"] else "failure note"
+            raise RunError(f"cannot write the {what} of fit {item['key']} into "
+                           f"{str(self.store.root)!r}: {exc.strerror or exc}") from None  # fmt: skip
         if result["ok"]:
-            record = result["record"]
-            if not result.get("written", True) or not self.store.has(record["key"]):
-                self._write(self.store.write, record, "record")
-            self.records[record["key"]] = record
-            summary.n_finished += 1
+            self.records[item["key"]] = item
+            self.summary.n_finished += 1
         else:
-            if not result.get("written", True):
-                self._write(self.store.write_failure, result["failure"], "failure note")
-            summary.failures.append(result["failure"])
+            self.summary.failures.append(item)
         self.bar.update(1)
         if self.progress:
+            summary = self.summary
             done = summary.n_skipped + summary.n_finished + len(summary.failures)
             line = _summary_line(result, task, done, self.plan.n_fits, self.plan.config.selection)
             self.bar.write(line, file=self.stream)
 
-    def run(self, tasks: list[FitTask], results_dir: Path, jobs: int, client) -> None:
-        """Fit ``tasks`` (joblib, or the dask ``client``), calling :meth:`on_result`."""
+    def run(self, tasks: list[FitTask], jobs: int) -> None:
+        """Fit ``tasks`` (here, or in ``jobs`` loky workers), calling :meth:`on_result`."""
         from joblib import Parallel, delayed, parallel_config
 
         from ._fit import run_fit
         from ._watchdog import watch_parent
 
-        if not tasks:
-            return
-        by_key = {t.key: t for t in tasks}
-        if client is None and jobs == 1:
+        if jobs == 1:
             for task in tasks:
-                self.on_result(task, run_fit(task, str(results_dir)))
+                self.on_result(task, run_fit(task))
             return
-        if client is not None:
-            backend, n_jobs, parent = parallel_config(backend="dask"), -1, None
-        else:
-            # loky workers: each watches the runner and exits as soon as it is gone
-            parent = os.getpid()
-            backend = parallel_config(backend="loky", initializer=watch_parent, initargs=(parent,))
-            n_jobs = jobs
-        calls = (delayed(run_fit)(t, str(results_dir), parent) for t in tasks)
-        with backend:
-            results = Parallel(n_jobs=n_jobs, return_as="generator_unordered")(calls)
+        by_key, parent = {t.key: t for t in tasks}, os.getpid()
+        # loky workers each watch the runner and exit as soon as it is gone
+        with parallel_config(backend="loky", initializer=watch_parent, initargs=(parent,)):
+            calls = (delayed(run_fit)(t, parent) for t in tasks)
+            results = Parallel(n_jobs=jobs, return_as="generator_unordered")(calls)
             try:
                 for result in results:
-                    self.on_result(by_key[_key_of(result)], result)
-            except BaseException:
-                # Ctrl-C or an error here: stop the workers now (joblib kills them), without
-                # its warning about a generator left unconsumed.
+                    key = result["record"]["key"] if result["ok"] else result["failure"]["key"]
+                    self.on_result(by_key[key], result)
+            except BaseException:  # Ctrl-C or an error: stop the workers now (joblib kills them)
                 with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
+                    warnings.simplefilter("ignore")  # its warning about a generator left unconsumed
                     results.close()
                 raise
 
@@ -340,8 +323,8 @@ def _save_run(plan: Plan, output: Path) -> None:
     saved["output"] = str(output)
     if config.data_dir is not None:
         saved["data_dir"] = str(Path(config.data_dir).resolve())
-    write_json_atomic(output / "config.json", saved)
-    write_json_atomic(output / "plan.json", plan.index.to_json())
+    write_atomic(output / "config.json", saved)
+    write_atomic(output / "plan.json", plan.index.to_json())
 
 
 def _load_records(store: RecordStore, plan: Plan, *, move: bool) -> dict[str, dict]:
@@ -350,23 +333,6 @@ def _load_records(store: RecordStore, plan: Plan, *, move: bool) -> dict[str, di
     config = plan.config
     planned = {task.key for task in plan.tasks()}
     return store.load(move=move, planned=planned, stages=config.stages, metrics=config.metrics)
-
-
-def _connect(scheduler: str, stack: contextlib.ExitStack):
-    """A ``distributed.Client`` of ``scheduler``; RunError (exit 2) if it cannot connect."""
-    try:
-        from distributed import Client
-    except ImportError:
-        raise RunError(
-            "--scheduler: needs dask.distributed; pip install 'nescal-sklearn[dask]'"
-        ) from None
-    try:
-        return stack.enter_context(Client(scheduler, timeout=SCHEDULER_TIMEOUT))
-    except (OSError, TimeoutError, ValueError, TypeError) as exc:
-        raise RunError(
-            f"--scheduler: cannot connect to the dask scheduler {scheduler!r} "
-            f"({type(exc).__name__}: {exc})"
-        ) from None
 
 
 def _refuse_existing(store: RecordStore, output: Path, resume: bool) -> None:
@@ -382,12 +348,11 @@ def run_benchmark(
     config: BenchmarkConfig,
     *,
     jobs: int = 1,
-    scheduler: str | None = None,
     resume: bool = False,
     progress: bool = True,
     stream: IO[str] | None = None,
     report: bool = True,
-    break_lock: bool = False,
+    offline: bool = False,
 ) -> RunSummary:
     """Run every fit of ``config``, writing records to ``config.output``, then the report.
 
@@ -397,10 +362,6 @@ def run_benchmark(
         The validated configuration.
     jobs : int, default=1
         Parallel fits on this machine (joblib; 1 runs in this process).
-    scheduler : str or None, default=None
-        Address of a dask.distributed scheduler: fits run on its workers through
-        joblib's dask backend (``jobs`` is then ignored). The workers need this
-        package, the data and, for records written directly, the output directory.
     resume : bool, default=False
         Continue a run: skip fits whose record exists. Without it, an output
         directory that already holds records is an error. Records of the folder that
@@ -414,10 +375,8 @@ def run_benchmark(
         Where progress goes; ``sys.stderr`` when None.
     report : bool, default=True
         Write ``report.md`` and ``report.html`` at the end.
-    break_lock : bool, default=False
-        Take over an output directory lock written by a run on another host (whose
-        process cannot be checked from here). A lock of a dead run on this host is
-        taken over without it.
+    offline : bool, default=False
+        Load only cached OpenML tasks (never download): an uncached task stops the run.
 
     Returns
     -------
@@ -427,8 +386,7 @@ def run_benchmark(
     ------
     RunError
         Before any fit (and before ``config.json`` is written) if the output directory
-        is unusable, holds records without ``resume``, or is locked by another run, or
-        if the scheduler cannot be reached.
+        is unusable, holds records without ``resume``, or is locked by another run.
     KeyboardInterrupt
         On Ctrl-C: every finished fit is recorded, the interrupted ones are not, the
         workers are stopped and the lock released.
@@ -444,18 +402,18 @@ def run_benchmark(
     output = Path(config.output).resolve()
     store = RecordStore(output)
     _refuse_existing(store, output, resume)
-    plan = plan_run(config)
+    plan = plan_run(config, offline=offline)
     config = plan.config
-    context = config.data_context()
+    context = config.data_context(offline)
     for dataset in config.datasets:
         dataset.prepare(context)
 
     summary = RunSummary(output=output, n_planned=plan.n_fits)
     with contextlib.ExitStack() as stack:
-        client = None if scheduler is None else _connect(scheduler, stack)
-        stack.enter_context(output_lock(output, break_lock=break_lock))
+        real_dir(output)
+        stack.enter_context(output_lock(output))
         _refuse_existing(store, output, resume)  # again, now that no other run can write
-        store.remove_stale_temporaries()
+        store.remove_temporaries()  # left by a dead runner: only the lock holder writes
         records = _load_records(store, plan, move=True)
         _save_run(plan, output)
         summary.stale = stale_records(plan, records, str(output))
@@ -464,11 +422,11 @@ def run_benchmark(
                 print(line, file=stream)
         state = _Progress(plan, store, records, summary, stream, progress)
         stack.callback(state.bar.close)
-        state.run(state.pending(plan.search + plan.confirm_fixed), output, jobs, client)
+        state.run(state.pending(plan.search + plan.confirm_fixed), jobs)
         confirm, missing = plan.confirm_tasks(records)
         already = {t.key for t in plan.search + plan.confirm_fixed}
         fresh = state.pending([t for t in confirm if t.key not in already])
-        state.run(fresh, output, jobs, client)
+        state.run(fresh, jobs)
         state.bar.close()
 
         summary.seconds = time.perf_counter() - start

@@ -25,11 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from ._config import BenchmarkConfig
-from ._methods import MethodSpec, public_path, stated_params
+from ._config import BenchmarkConfig, Budget, CalibratorSpec, Splits
+from ._methods import MethodSpec, keyed, public_path, stated_params
 from ._records import RECORD_FORMAT, identity_differences, record_key
 from ._sources import DataContext, DatasetSource
-from ._specs import Budget, CalibratorSpec, Splits
 
 __all__ = [
     "FitIndex",
@@ -68,14 +67,8 @@ class FitTask:
     identity: dict = field(repr=False)
 
 
-def fit_identity(
-    config: BenchmarkConfig,
-    dataset: DatasetSource,
-    method: MethodSpec,
-    estimator,
-    params: dict,
-    seed: int,
-) -> dict:
+def fit_identity(config: BenchmarkConfig, dataset: DatasetSource, method: MethodSpec, estimator, params: dict,
+                 seed: int) -> dict:  # fmt: skip
     """What a fit's record key is the hash of (see :func:`~._records.record_key`).
 
     The parameters are those the configuration states (``params``; for a
@@ -84,12 +77,12 @@ def fit_identity(
     change what a stored record means, nor orphan it.
     """
     return {
-        "dataset": dataset.identity(),
+        "dataset": dataset.to_json(),
         "max_rows": config.budget.max_rows,
         "split": dataset.split_identity(config.splits),
         "method": method.name,
-        "kind": method.kind.to_json(),
-        "estimator": public_path(type(estimator)),
+        "kind": method.kind.identity(),
+        "estimator": keyed(public_path(type(estimator))),
         "params": stated_params(params),
         "seed": seed,
         "calibrators": [c.to_json() for c in config.calibrators],
@@ -98,27 +91,13 @@ def fit_identity(
     }
 
 
-def make_task(config: BenchmarkConfig, dataset, method, point, seed, stage) -> FitTask:
+def make_task(config: BenchmarkConfig, dataset, method, point, seed, stage, data) -> FitTask:
     """The fit of ``method`` at grid ``point`` on ``dataset`` with ``seed``."""
-    estimator = method.build(point, config.budget, seed)
-    params = method.estimator_params(point, config.budget)
+    estimator = config.build(method, point, seed)
+    params = config.estimator_params(method, point)
     identity = fit_identity(config, dataset, method, estimator, params, seed)
-    return FitTask(
-        key=record_key(identity),
-        dataset=dataset,
-        method=method,
-        point=dict(point),
-        seed=seed,
-        stage=stage,
-        estimator=estimator,
-        estimator_params=params,
-        splits=config.splits,
-        budget=config.budget,
-        calibrators=config.calibrators,
-        conditions=config.conditions,
-        data=config.data_context(),
-        identity=identity,
-    )
+    return FitTask(record_key(identity), dataset, method, dict(point), seed, stage, estimator, params,
+                   config.splits, config.budget, config.calibrators, config.conditions, data, identity)  # fmt: skip
 
 
 def _point_id(point: dict) -> str:
@@ -136,9 +115,7 @@ class FitIndex:
     entries: dict[tuple[str, str, str, int], str] = field(default_factory=dict)
 
     def add(self, task: FitTask) -> None:
-        self.entries[(task.dataset.name, task.method.name, _point_id(task.point), task.seed)] = (
-            task.key
-        )
+        self.entries[(task.dataset.name, task.method.name, _point_id(task.point), task.seed)] = (task.key)
 
     def key(self, dataset: str, method: str, point: dict, seed: int) -> str | None:
         return self.entries.get((dataset, method, _point_id(point), seed))
@@ -147,22 +124,13 @@ class FitIndex:
         return set(self.entries.values())
 
     def to_json(self) -> dict:
-        return {
-            "format": RECORD_FORMAT,
-            "fits": [
-                {"dataset": d, "method": m, "point": json.loads(p), "seed": s, "key": key}
-                for (d, m, p, s), key in sorted(self.entries.items())
-            ],
-        }
+        fits = sorted(self.entries.items())
+        return {"format": RECORD_FORMAT, "fits": [
+            {"dataset": d, "method": m, "point": json.loads(p), "seed": s, "key": key} for (d, m, p, s), key in fits]}  # fmt: skip
 
     @classmethod
     def from_json(cls, data: dict) -> FitIndex:
-        index = cls()
-        for fit in data["fits"]:
-            index.entries[(fit["dataset"], fit["method"], _point_id(fit["point"]), fit["seed"])] = (
-                fit["key"]
-            )
-        return index
+        return cls({(f["dataset"], f["method"], _point_id(f["point"]), f["seed"]): f["key"] for f in data["fits"]})
 
 
 @dataclass
@@ -185,20 +153,13 @@ class Plan:
     def n_fits(self) -> int:
         """Number of distinct fits: a confirm fit equal to a search fit (same grid point and
         seed) runs once."""
-        known = {t.key for t in self.search} | {t.key for t in self.confirm_fixed}
-        seeds = self.config.confirm_seeds
-        fresh = sum(seed not in self.config.search_seeds for seed in seeds)
-        return len(known) + len(self.gridded) * fresh
+        fresh = sum(seed not in self.config.search_seeds for seed in self.config.confirm_seeds)
+        return len({t.key for t in self.search + self.confirm_fixed}) + len(self.gridded) * fresh
 
     def tasks(self) -> list[FitTask]:
         """Every task the plan may run (search, confirm, and each point's confirm fits)."""
-        candidates = [
-            task
-            for by_point in self.confirm_candidates.values()
-            for tasks in by_point.values()
-            for task in tasks
-        ]
-        return self.search + self.confirm_fixed + candidates
+        by_points = self.confirm_candidates.values()
+        return self.search + self.confirm_fixed + [t for by in by_points for ts in by.values() for t in ts]
 
     def confirm_tasks(self, records: dict[str, dict]) -> tuple[list[FitTask], list[tuple]]:
         """Confirm fits of the gridded pairs whose search is complete in ``records``.
@@ -216,45 +177,33 @@ class Plan:
         return tasks, missing
 
 
-def build_plan(config: BenchmarkConfig) -> Plan:
+def build_plan(config: BenchmarkConfig, offline: bool = False) -> Plan:
     """The fits of ``config`` (OpenML suites must already be expanded)."""
     search, confirm_fixed, gridded, candidates = [], [], [], {}
     index = FitIndex()
+    data = config.data_context(offline)
+
+    def make(dataset, method, point, seed, stage):
+        return make_task(config, dataset, method, point, seed, stage, data)
+
     for dataset in config.datasets:
         for method in config.methods:
             points = method.points()
             if len(points) == 1:
-                confirm_fixed.extend(
-                    make_task(config, dataset, method, points[0], seed, "confirm")
-                    for seed in config.confirm_seeds
-                )
+                confirm_fixed += [make(dataset, method, points[0], s, "confirm") for s in config.confirm_seeds]
                 continue
             gridded.append((dataset, method))
-            search.extend(
-                make_task(config, dataset, method, point, seed, "search")
-                for point in points
-                for seed in config.search_seeds
-            )
+            search += [make(dataset, method, p, s, "search") for p in points for s in config.search_seeds]
             candidates[(dataset.name, method.name)] = {
-                _point_id(point): [
-                    make_task(config, dataset, method, point, seed, "confirm")
-                    for seed in config.confirm_seeds
-                ]
-                for point in points
-            }
+                _point_id(p): [make(dataset, method, p, s, "confirm") for s in config.confirm_seeds] for p in points}  # fmt: skip
     plan = Plan(config, search, confirm_fixed, gridded, candidates, index)
     for task in plan.tasks():
         index.add(task)
     return plan
 
 
-def select_point(
-    config: BenchmarkConfig,
-    index: FitIndex,
-    dataset: str,
-    method: MethodSpec,
-    records: dict[str, Any],
-) -> tuple[dict, list[tuple[dict, float]]] | None:
+def select_point(config: BenchmarkConfig, index: FitIndex, dataset: str, method: MethodSpec,
+                 records: dict[str, Any]) -> tuple[dict, list[tuple[dict, float]]] | None:  # fmt: skip
     """The grid point with the lowest mean validation NLL over the search seeds.
 
     Returns ``(point, [(point, score), ...])``, or None while a search record is
@@ -278,11 +227,11 @@ def select_point(
     return scores[best][0], scores
 
 
-def expand_datasets(config: BenchmarkConfig) -> BenchmarkConfig:
+def expand_datasets(config: BenchmarkConfig, offline: bool = False) -> BenchmarkConfig:
     """Replace each OpenML suite by its tasks (fetched with openml-python), dropping repeats."""
     out: list[DatasetSource] = []
     for dataset in config.datasets:
-        out.extend(d for d in dataset.expand(config.openml) if d not in out)
+        out.extend(d for d in dataset.expand(config.data_context(offline)) if d not in out)
     return config.with_datasets(tuple(out))
 
 
@@ -308,9 +257,7 @@ def stale_records(plan: Plan, records: dict[str, dict], where: str) -> list[str]
             continue
         diffs = identity_differences(record.get("identity", {}), planned[key].identity)
         shown = "; ".join(diffs[:6]) + (f"; ... ({len(diffs) - 6} more)" if len(diffs) > 6 else "")
-        groups[f"same dataset, method, grid point and seed as a planned fit; {shown}"].append(
-            record
-        )
+        groups[f"same dataset, method, grid point and seed as a planned fit; {shown}"].append(record)
     for text, members in sorted(groups.items(), key=lambda item: -len(item[1])):
         lines.append(f"  {len(members)}: {text}")
     return lines

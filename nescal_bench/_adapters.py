@@ -1,38 +1,36 @@
-"""Strong reference models for the benchmark: LightGBM and TabM.
+"""Models and calibrators of other libraries, for side-by-side comparisons in the benchmark.
 
-They are benchmark extras, not part of the package's estimators:
-
-* :class:`LightGBMClassifier` is a scikit-learn classifier around
+* :class:`LightGBMClassifier`, a scikit-learn classifier around
   `LightGBM <https://lightgbm.readthedocs.io>`_ that stops early on the validation rows
   the benchmark passes to every method (``fit(X, y, X_val=..., y_val=...)``), so that
   gradient boosting is compared on the same footing as ``NeSCalClassifier``.
-* :class:`TabMModule` is TabM (Gorishniy et al., "TabM: Advancing Tabular Deep
-  Learning with Parameter-Efficient Ensembling", ICLR 2025) as a torch module for
-  ``NeSCalClassifier(module=TabMModule, module_kwargs={...})``: it returns one set of
-  logits per ensemble member, shape ``(n, k, n_classes)``.
+* :class:`ProbmetricsCalibrator` (registered as ``"probmetrics"``) wraps a calibrator of
+  `probmetrics <https://github.com/dholzmueller/probmetrics>`_
+  (``probmetrics.calibrators.get_calibrator``), the post-hoc calibration that RealMLP and
+  TabArena use. scikit-learn's :class:`~sklearn.calibration.CalibratedClassifierCV` is
+  registered as ``"sklearn"`` and needs no adapter, only :func:`calibrator_summary` to
+  read its fitted temperatures.
 
-``lightgbm`` and ``tabm`` are imported only when a model is fitted or built; without
-them, that raises an ImportError saying how to install them (``pip install -e
-".[bench]"``).
+``lightgbm`` and ``probmetrics`` are imported only when used; without them, that raises
+an ImportError saying how to install them. (``TabMModule`` is the library's:
+``nescal_sklearn.nn.TabMModule``.)
 """
 
 from __future__ import annotations
 
 import inspect
-import numbers
 from numbers import Integral, Real
 
 import numpy as np
-import torch
-from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils._param_validation import Interval
+from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin
+from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
-from torch import nn
 
-from ._external import INSTALL_HINT
+__all__ = ["LightGBMClassifier", "ProbmetricsCalibrator", "calibrator_summary"]
 
-__all__ = ["LightGBMClassifier", "TabMModule"]
+#: How to install the optional packages of the benchmark.
+INSTALL_HINT = 'pip install -e ".[bench]"'
 
 
 def _import_lightgbm():
@@ -48,17 +46,17 @@ def _import_lightgbm():
     return lightgbm
 
 
-def _import_tabm():
-    """``tabm``, or an ImportError saying how to install it."""
+def _import_probmetrics_calibrators():
+    """``probmetrics.calibrators``, or an ImportError saying how to install it."""
     try:
-        import tabm
+        import probmetrics.calibrators as calibrators
     except ImportError as exc:
         raise ImportError(
-            "TabMModule needs the tabm package, which is not installed "
-            f"({exc}); install it with `pip install tabm` or with the benchmark "
-            f"extras, `{INSTALL_HINT}`"
+            "the 'probmetrics' calibrator needs the probmetrics package, which is not "
+            f"installed ({exc}); install it with `pip install probmetrics` or with the "
+            f"benchmark extras, `{INSTALL_HINT}`"
         ) from exc
-    return tabm
+    return calibrators
 
 
 class LightGBMClassifier(ClassifierMixin, BaseEstimator):
@@ -128,6 +126,7 @@ class LightGBMClassifier(ClassifierMixin, BaseEstimator):
     Examples
     --------
     >>> import pytest; _ = pytest.importorskip("lightgbm")
+    >>> from nescal_bench import LightGBMClassifier
     >>> from sklearn.datasets import load_breast_cancer
     >>> X, y = load_breast_cancer(return_X_y=True)
     >>> model = LightGBMClassifier(random_state=0)
@@ -287,9 +286,7 @@ class LightGBMClassifier(ClassifierMixin, BaseEstimator):
         """
         check_is_fitted(self, "booster_")
         X = validate_data(self, X, reset=False, ensure_all_finite="allow-nan")
-        proba = np.asarray(
-            self.booster_.predict(X, num_iteration=self.best_iteration_), dtype=np.float64
-        )
+        proba = np.asarray(self.booster_.predict(X, num_iteration=self.best_iteration_), dtype=np.float64)
         if proba.ndim == 1:  # binary: the probability of the second class
             proba = np.column_stack([1.0 - proba, proba])
         return proba
@@ -311,165 +308,159 @@ class LightGBMClassifier(ClassifierMixin, BaseEstimator):
         return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
 
 
-#: TabM's architecture types (``tabm.TabM``'s ``arch_type``).
-TABM_ARCH_TYPES = ("tabm", "tabm-mini", "tabm-packed")
-#: Numeric feature embeddings of :class:`TabMModule`.
-TABM_NUMERIC_EMBEDDINGS = (None, "periodic")
+def _probabilities(proba) -> np.ndarray:
+    """``proba`` as float64 rows in [0, 1] that sum to 1 (probmetrics checks to 1e-6,
+    which float32 predictions may miss)."""
+    proba = np.asarray(proba, dtype=np.float64)
+    if proba.ndim == 1:  # one probability per row: that of the second class
+        proba = np.column_stack([1.0 - proba, proba])
+    proba = np.clip(proba, 0.0, 1.0)
+    return proba / proba.sum(axis=1, keepdims=True)
 
 
-def _check_int(name: str, value: object, minimum: int) -> int:
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}; got {value!r}.")
-    return int(value)
+class ProbmetricsCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
+    """Post-hoc calibration of a fitted classifier by a probmetrics calibrator.
 
-
-class TabMModule(nn.Module):
-    """TabM as a network for ``NeSCalClassifier``: ``k`` members' logits per row.
-
-    TabM (Gorishniy et al., ICLR 2025) is an ensemble of ``k`` MLPs that share most
-    of their weights (BatchEnsemble) and train in parallel on the same batches. This
-    module builds it with ``tabm.TabM.make`` (the ``tabm`` package), every input
-    column numeric (the benchmark's preprocessing has one-hot encoded the
-    categorical ones), ``d_out=n_classes`` and ReLU activations.
+    ``fit(X, y)`` fits ``probmetrics.calibrators.get_calibrator(method)`` on the
+    estimator's ``predict_proba(X)`` and the labels encoded as column indices of its
+    ``classes_``; ``predict_proba`` returns that calibrator's output on the estimator's
+    probabilities. Probabilities always have one column per class, two for a binary
+    problem, as probmetrics expects.
 
     Parameters
     ----------
-    n_features : int
-        Number of input columns.
-    n_classes : int
-        Number of classes (2 for a binary problem: one logit per class).
-    k : int, default=32
-        Number of ensemble members.
-    n_blocks : int or None, default=None
-        Number of hidden blocks (linear, ReLU, dropout). None takes ``TabM.make``'s
-        default: 3, or 2 with ``numeric_embedding="periodic"`` (the TabM README: "When
-        using embeddings ... the default depth can be reduced to 2").
-    d_block : int, default=512
-        Width of every block.
-    dropout : float, default=0.1
-        Dropout rate of every block, in [0, 1).
-    arch_type : {"tabm", "tabm-mini", "tabm-packed"}, default="tabm"
-        ``"tabm"``: BatchEnsemble in every linear layer (shared weight, per-member
-        scalings and biases); ``"tabm-mini"``: one shared MLP after a per-member
-        scaling of the input; ``"tabm-packed"``: ``k`` independent MLPs.
-    numeric_embedding : {None, "periodic"}, default=None
-        ``"periodic"`` embeds every column with
-        ``rtdl_num_embeddings.PeriodicEmbeddings(n_features, lite=False)`` (its
-        defaults: 48 frequencies, 24 dimensions per column; as in TabM's example
-        notebook), shared by the members, before the backbone.
+    estimator : estimator
+        An already fitted classifier with ``predict_proba`` and ``classes_``, typically
+        ``FrozenEstimator(model)``; it is never refitted.
+    method : str, default="ts-mix"
+        A ``calibration_method`` of probmetrics' ``get_calibrator``: ``"ts-mix"``
+        (temperature scaling, then a mixture with the uniform distribution of weight
+        ``1 / (n + 1)``, RealMLP's default), ``"temp-scaling"`` (plain temperature
+        scaling), ``"sms"``, ``"svs"``, ``"logistic"``, ``"platt"``, ``"isotonic"``, ...
+        (any name ``get_calibrator`` accepts). Some need further packages (``"beta"``:
+        betacal, ``"ivap"``: venn-abers), which probmetrics asks for when fitted.
 
     Attributes
     ----------
-    tabm : tabm.TabM
-        The TabM network. ``tabm.output`` is its output layer (one linear layer per
-        member, ``tabm.LinearEnsemble``).
-    k : int
-        Number of ensemble members.
-
-    Notes
-    -----
-    Defaults are those of ``tabm.TabM.make`` (tabm 0.0.3) and the TabM README's
-    suggested starting point: ``k=32``, 3 blocks of width 512, dropout 0.1, ReLU; the
-    first per-member scaling is initialised with random signs (``"normal"`` with an
-    embedding), the others with ones. The README's training settings to go with them
-    are AdamW with learning rate 0.002 and weight decay 0.0003; they are the
-    estimator's, not this module's.
-
-    Shapes: input ``(n, n_features)`` (float), output ``(n, k, n_classes)``. The input
-    of the output layer (:attr:`embedding_layer_name`) is the backbone's last
-    representation, ``(n, k, d_block)``.
+    calibrator_ : probmetrics Calibrator
+        The fitted probmetrics calibrator.
+    classes_ : ndarray of shape (n_classes,)
+        The estimator's classes.
+    temperature_ : float
+        The fitted temperature (``1 / invtemp_`` of probmetrics), for the temperature
+        scaling methods only.
 
     Examples
     --------
-    >>> import pytest; _ = pytest.importorskip("tabm")
-    >>> import torch
-    >>> module = TabMModule(5, 3, k=4, d_block=16)
-    >>> module(torch.zeros(2, 5)).shape
-    torch.Size([2, 4, 3])
-    >>> module.embedding_layer_name
-    'tabm.output'
+    >>> import pytest; _ = pytest.importorskip("probmetrics")
+    >>> from nescal_bench import ProbmetricsCalibrator
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.frozen import FrozenEstimator
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> X, y = load_iris(return_X_y=True)
+    >>> model = LogisticRegression(max_iter=500).fit(X[::2], y[::2])
+    >>> calibrated = ProbmetricsCalibrator(FrozenEstimator(model), method="temp-scaling")
+    >>> calibrated.fit(X[1::2], y[1::2]).predict_proba(X[:2]).shape
+    (2, 3)
     """
 
-    def __init__(
-        self,
-        n_features: int,
-        n_classes: int,
-        k: int = 32,
-        n_blocks: int | None = None,
-        d_block: int = 512,
-        dropout: float = 0.1,
-        arch_type: str = "tabm",
-        numeric_embedding: str | None = None,
-    ) -> None:
-        super().__init__()
-        n_features = _check_int("n_features", n_features, 1)
-        n_classes = _check_int("n_classes", n_classes, 2)
-        k = _check_int("k", k, 1)
-        if n_blocks is not None:
-            n_blocks = _check_int("n_blocks", n_blocks, 1)
-        d_block = _check_int("d_block", d_block, 1)
-        if (
-            not isinstance(dropout, numbers.Real)
-            or isinstance(dropout, bool)
-            or not 0 <= dropout < 1
-        ):
-            raise ValueError(f"dropout must be a float in [0, 1); got {dropout!r}.")
-        if arch_type not in TABM_ARCH_TYPES:
+    _parameter_constraints: dict = {"estimator": [HasMethods(["predict_proba"])], "method": [str]}
+
+    def __init__(self, estimator, *, method: str = "ts-mix") -> None:
+        self.estimator = estimator
+        self.method = method
+
+    @classmethod
+    def check_dependencies(cls) -> None:
+        """Raise ImportError, saying how to install it, when probmetrics is missing."""
+        _import_probmetrics_calibrators()
+
+    def _validate_params(self) -> None:
+        super()._validate_params()
+        if not self.method:
             raise ValueError(
-                f"arch_type must be one of {list(TABM_ARCH_TYPES)}; got {arch_type!r}."
+                "The 'method' parameter of ProbmetricsCalibrator must be a non-empty string "
+                "naming a probmetrics calibration method. Got '' instead."
             )
-        if numeric_embedding not in TABM_NUMERIC_EMBEDDINGS:
+        try:  # probmetrics' own check of the name (no fit)
+            _import_probmetrics_calibrators().get_calibrator(self.method)
+        except ValueError as exc:
             raise ValueError(
-                f"numeric_embedding must be None or 'periodic'; got {numeric_embedding!r}."
-            )
-        tabm = _import_tabm()
-        num_embeddings = None
-        if numeric_embedding == "periodic":
-            import rtdl_num_embeddings  # a dependency of tabm
+                "The 'method' parameter of ProbmetricsCalibrator must be a calibration method "
+                f"of probmetrics' get_calibrator. Got {self.method!r} instead ({exc})."
+            ) from None
 
-            num_embeddings = rtdl_num_embeddings.PeriodicEmbeddings(n_features, lite=False)
-        kwargs = {"n_blocks": n_blocks} if n_blocks is not None else {}
-        self.tabm = tabm.TabM.make(
-            n_num_features=n_features,
-            d_out=n_classes,
-            num_embeddings=num_embeddings,
-            k=k,
-            d_block=d_block,
-            dropout=float(dropout),
-            arch_type=arch_type,
-            **kwargs,
-        )
-        self.n_features = n_features
-        self.n_classes = n_classes
-
-    @property
-    def k(self) -> int:
-        """Number of ensemble members."""
-        return self.tabm.k
-
-    @property
-    def embedding_layer_name(self) -> str:
-        """Dotted name (as in ``named_modules()``) of the output layer.
-
-        Its forward receives the backbone's last representation, of shape
-        ``(n, k, d_block)``: NeSCal builds its neighbour graph on it.
-        """
-        return "tabm.output"
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Logits of every member.
+    def fit(self, X, y):
+        """Fit the probmetrics calibrator on the estimator's probabilities of ``X``.
 
         Parameters
         ----------
-        x : torch.Tensor of shape (n, n_features)
-            Float features.
+        X : array-like of shape (n_samples, n_features)
+            Calibration rows.
+        y : array-like of shape (n_samples,)
+            Their labels, each one of the estimator's ``classes_``.
 
         Returns
         -------
-        logits : torch.Tensor of shape (n, k, n_classes)
+        self : ProbmetricsCalibrator
         """
-        if x.ndim != 2 or x.shape[1] != self.n_features:
+        self._validate_params()
+        calibrators = _import_probmetrics_calibrators()
+        classes = np.asarray(self.estimator.classes_)
+        y = np.asarray(y)
+        encoded = np.searchsorted(classes, y)
+        inside = encoded < len(classes)
+        if not np.all(inside) or not np.array_equal(classes[encoded[inside]], y[inside]):
+            unknown = sorted(set(y.tolist()) - set(classes.tolist()))
             raise ValueError(
-                f"TabMModule expects input of shape (n, {self.n_features}); got {tuple(x.shape)}."
+                f"y has labels {unknown} that the estimator was not fitted on; its classes "
+                f"are {classes.tolist()}"
             )
-        return self.tabm(x)
+        proba = _probabilities(self.estimator.predict_proba(X))
+        calibrator = calibrators.get_calibrator(self.method)
+        self.calibrator_ = calibrator.fit(proba, encoded.astype(np.int64))
+        self.classes_ = classes
+        if hasattr(self.estimator, "n_features_in_"):
+            self.n_features_in_ = self.estimator.n_features_in_
+        inner = getattr(self.calibrator_, "cal_", self.calibrator_)  # "-mix": a wrapper
+        inverse = getattr(inner, "invtemp_", None)
+        if inverse is not None:
+            self.temperature_ = 1.0 / float(inverse)
+        return self
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Calibrated probabilities, one column per class of ``classes_``."""
+        check_is_fitted(self, "calibrator_")
+        proba = self.calibrator_.predict_proba(_probabilities(self.estimator.predict_proba(X)))
+        return _probabilities(proba)
+
+    def predict(self, X) -> np.ndarray:
+        """The class of highest calibrated probability."""
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+
+def calibrator_summary(calibrated) -> dict:
+    """Fitted temperatures of a calibrator, for a record's ``calibrators`` section.
+
+    ``temperature_`` / ``temperatures_`` of the package's calibrators and of
+    :class:`ProbmetricsCalibrator`; for a ``CalibratedClassifierCV`` with
+    ``method="temperature"``, the temperature ``1 / beta_`` of each of its fitted
+    calibrators (one when it wraps a ``FrozenEstimator``). Other calibrators give ``{}``.
+    """
+    out = {}
+    for name in ("temperature_", "temperatures_"):
+        value = getattr(calibrated, name, None)
+        if value is not None:
+            out[name.rstrip("_")] = np.asarray(value, dtype=float).tolist()
+    pairs = getattr(calibrated, "calibrated_classifiers_", None)
+    if not out and pairs and getattr(calibrated, "method", None) == "temperature":
+        betas = [
+            float(np.asarray(c.beta_).reshape(-1)[0])
+            for pair in pairs
+            for c in getattr(pair, "calibrators", [])
+            if hasattr(c, "beta_")
+        ]
+        if betas:
+            temperatures = [1.0 / beta for beta in betas]
+            out["temperature"] = temperatures[0] if len(temperatures) == 1 else temperatures
+    return out
