@@ -246,3 +246,19 @@ def test_the_library_never_imports_the_lab():
     )
     result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def test_the_lab_without_its_extra_names_the_install_command():
+    # find_spec answers None for pydantic, as in an install without the bench extra
+    program = (
+        "import importlib.util as util\n"
+        "find = util.find_spec\n"
+        "util.find_spec = lambda name, *a: None if name == 'pydantic' else find(name, *a)\n"
+        "import nescal_bench\n"
+    )
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)
+    assert result.returncode != 0
+    assert result.stderr.strip().splitlines()[-1] == (
+        "ModuleNotFoundError: nescal_bench needs the lab's extra (pydantic missing): "
+        "pip install -e '.[bench]'"
+    )
