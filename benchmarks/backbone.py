@@ -28,37 +28,32 @@ one seed, a tiny network, eight of the methods: no RealMLP or TabM) into ``OUT/r
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from pathlib import Path
 
 import numpy as np
 
+from nescal_bench.studies import (
+    config_frame,
+    load_study_config,
+    markdown_table,
+    median,
+    run_configs,
+    stage_label,
+    versus,
+)
+
 ROOT = Path(__file__).resolve().parents[1]
-CONFIGS = ROOT / "benchmarks" / "configs"
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from ablations import pooled_results, write_report  # noqa: E402  (shared with ablations)
-
 #: The two runs: the search seed (the default is chosen on it) and the confirm seeds.
 RUNS = ("backbone_search", "backbone")
-#: The references of the table, and the method that was the default before this study
-#: (accuracy is compared with it).
+#: The references of the table, and the method that was the default before this study.
 HGB, REALMLP, TODAY = "hgb", "realmlp", "nescal"
 #: NeSCal method -> the cross-entropy method with the same backbone.
 PAIRS = {
-    "nescal": "ce",
-    "nescal_m8": "ce_m8",
-    "nescal_m8_robust": "ce_m8_robust",
-    "nescal_rmlp": "ce_rmlp",
-    "nescal_rmlp_long": "ce_rmlp_long",
-    "nescal_long": "ce_long",
-}
+    "nescal": "ce", "nescal_m8": "ce_m8", "nescal_m8_robust": "ce_m8_robust",
+    "nescal_rmlp": "ce_rmlp", "nescal_rmlp_long": "ce_rmlp_long", "nescal_long": "ce_long",
+}  # fmt: skip
 #: The methods of the smoke run (no RealMLP or TabM: their fits take tens of seconds).
-QUICK_METHODS = (
-    "ce", "nescal", "nescal_m8", "ce_m8", "nescal_m8_robust", "ce_m8_robust", HGB, "lightgbm",
-)  # fmt: skip
-#: The smoke run of ``--quick``.
+QUICK_METHODS = ("ce", "nescal", "nescal_m8", "ce_m8", "nescal_m8_robust", "ce_m8_robust", HGB, "lightgbm")
 QUICK = {
     "datasets": [{"sklearn": "iris"}, {"sklearn": "wine"}],
     "confirm_seeds": [0],
@@ -69,15 +64,8 @@ QUICK = {
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=1, help="parallel fits (runner --jobs)")
-    parser.add_argument(
-        "--runs", nargs="+", choices=RUNS, default=list(RUNS), help="configs to run and report"
-    )
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=ROOT / "docs" / "figures" / "backbone",
-        help="folder of the figures and backbone.md",
-    )
+    parser.add_argument("--runs", nargs="+", choices=RUNS, default=list(RUNS))
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "figures" / "backbone")
     parser.add_argument("--no-run", action="store_true", help="report from existing records only")
     parser.add_argument("--quick", action="store_true", help="smoke run into OUT/results")
     parser.add_argument("--calibrator", default="temperature", help="the post-hoc stage reported")
@@ -86,204 +74,111 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def load_config(name: str, quick: bool, out: Path):
     """The validated config ``name`` (a small smoke version with ``quick``)."""
-    from nescal_sklearn.benchmark import validate_config
 
-    data = json.loads((CONFIGS / f"{name}.json").read_text())
-    if quick:
-        data.update(json.loads(json.dumps(QUICK)))
-        data["output"] = str(out / "results" / name)
+    def keep_quick_methods(data):
         data["methods"] = [m for m in data["methods"] if m["name"] in QUICK_METHODS]
-    return validate_config(data, default_name=name)
+
+    path = ROOT / "benchmarks" / "configs" / f"{name}.json"
+    return load_study_config(path, QUICK if quick else None, out / "results" / name, keep_quick_methods)
 
 
-def per_thousand_rows(records: dict[str, dict], config) -> dict[tuple[str, str], float]:
-    """``(method, dataset) -> mean fit seconds per 1000 training rows`` over the seeds."""
-    from nescal_sklearn.benchmark import plan_run
-
-    keys = set(plan_run(config).index.keys())
-    found: dict[tuple[str, str], list[float]] = {}
-    for key, record in records.items():
-        if key not in keys or record["seed"] not in config.confirm_seeds:
-            continue
-        rows = record["data"]["n_train"]
-        seconds = record["run"]["fit_seconds"]
-        found.setdefault((record["method"], record["dataset"]), []).append(1000 * seconds / rows)
-    return {k: float(np.mean(v)) for k, v in found.items()}
-
-
-def method_rows(config, pooled, speed, stage: str) -> list[dict]:
-    """One row per method: median NLL, comparison with HGB, wins over RealMLP, timing."""
-    from nescal_sklearn.benchmark._stats import paired_comparison, wins_ties_losses
-
+def tables(config, frame, stage: str) -> tuple[list, str, str]:
+    """The rows and Markdown of the methods table and of the NeSCal-vs-CE pairs table."""
     tolerance = config.report.tie_tolerance
-    hgb = pooled.means(HGB, "clean", stage, "nll")
-    realmlp = pooled.means(REALMLP, "clean", stage, "nll") if REALMLP in pooled.methods else {}
-    today_acc = pooled.means(TODAY, "clean", stage, "accuracy")
+    fits = frame.drop_duplicates("key")
+    speed = (1000 * fits["fit_seconds"] / fits["n_train"]).groupby([fits["method"], fits["dataset"]]).mean().unstack("method")
+    nll = frame[(frame["condition"] == "clean") & (frame["stage"] == stage) & (frame["metric"] == "nll")]
+    nll = nll.pivot_table(index="dataset", columns="method", values="value")
+    vs_hgb = versus(frame, HGB, stage=stage, tolerance=tolerance)
+    vs_today = versus(frame, TODAY, stage=stage, tolerance=tolerance)
     rows = []
-    for method in [m.name for m in config.methods if m.name in pooled.methods]:
-        nll = pooled.means(method, "clean", stage, "nll")
-        accuracy = pooled.means(method, "clean", stage, "accuracy")
-        row = {"method": method, "median_nll": float(np.median(list(nll.values())))}
-        row["vs_hgb"] = None
-        if method != HGB:
-            c = paired_comparison(nll, {HGB: hgb}, greater_is_better=False)
-            if c is not None:
-                row["vs_hgb"] = c
-                row["wtl_hgb"] = wins_ties_losses(
-                    [nll[d] for d in c.datasets], [hgb[d] for d in c.datasets],
-                    greater_is_better=False, tolerance=tolerance,
-                )  # fmt: skip
-        shared = [d for d in nll if d in realmlp]
-        row["below_realmlp"] = (
-            None if method == REALMLP or not shared
-            else (sum(nll[d] < realmlp[d] for d in shared), len(shared))
-        )  # fmt: skip
-        acc = [accuracy[d] - today_acc[d] for d in accuracy if d in today_acc]
-        row["accuracy_change"] = 100 * float(np.median(acc)) if acc else np.nan
-        mine = {d: s for (m, d), s in speed.items() if m == method}
-        theirs = {d: s for (m, d), s in speed.items() if m == REALMLP}
-        row["seconds_per_1000"] = float(np.median(list(mine.values()))) if mine else np.nan
-        ratios = [mine[d] / theirs[d] for d in mine if d in theirs and theirs[d] > 0]
-        row["vs_realmlp_time"] = float(np.median(ratios)) if ratios else np.nan
-        rows.append(row)
-    return rows
-
-
-def methods_table(rows: list[dict], stage_label: str) -> str:
-    lines = [
-        f"| method | median test NLL {stage_label} | vs HGB + TS: median change | lower / tied "
-        "/ higher | Wilcoxon p | lower than RealMLP-TD | accuracy vs the previous default "
-        "| fit s per 1000 rows | fit time vs RealMLP-TD |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for row in rows:
-        c = row["vs_hgb"]
-        if c is None:
-            versus = "reference | – | –"
-        else:
-            wins, ties, losses = row["wtl_hgb"]
-            versus = (
-                f"{c.median_change:+.2f} % | {wins} / {ties} / {losses} of {len(c.datasets)} | "
-                f"{c.p_value:.3g}"
-            )
-        below = row["below_realmlp"]
-        below = "–" if below is None else f"{below[0]} of {below[1]}"
-        accuracy = "–" if np.isnan(row["accuracy_change"]) else f"{row['accuracy_change']:+.2f} pt"
-        ratio = "–" if np.isnan(row["vs_realmlp_time"]) else f"{row['vs_realmlp_time']:.2f}×"
-        lines.append(
-            f"| {row['method']} | {row['median_nll']:.4f} | {versus} | {below} | {accuracy} | "
-            f"{row['seconds_per_1000']:.2f} | {ratio} |"
-        )
-    return "\n".join(lines)
-
-
-def pairs_table(pooled, config, stage: str, stage_label: str) -> str:
-    """NeSCal against cross-entropy on the same backbone, paired per dataset."""
-    from nescal_sklearn.benchmark._stats import paired_comparison, wins_ties_losses
-
-    lines = [
-        f"| NeSCal | CE, same backbone | median change of test NLL {stage_label} | lower / tied "
-        "/ higher | Wilcoxon p | NeSCal fits not penalised |",
-        "|---|---|---|---|---|---|",
-    ]
+    for method in (m.name for m in config.methods if m.name in nll):
+        c = vs_hgb.get(method)
+        versus_hgb = ["reference", "–", "–"] if c is None else [
+            f"{c['comparison'].median_change:+.2f} %", "{} / {} / {} of {}".format(*c["wtl"], len(c["comparison"].datasets)),
+            f"{c['comparison'].p_value:.3g}"]  # fmt: skip
+        below = "–"
+        if method != REALMLP and REALMLP in nll:
+            both = nll[[method, REALMLP]].dropna()
+            below = f"{int((both[method] < both[REALMLP]).sum())} of {len(both)}" if len(both) else "–"
+        accuracy = f"{vs_today[method]['accuracy']:+.2f} pt" if method in vs_today else "–"
+        ratio = median((speed[method] / speed[REALMLP]).dropna()) if REALMLP in speed else np.nan
+        rows.append([method, f"{median(nll[method].dropna()):.4f}", *versus_hgb, below, accuracy,
+                     f"{median(speed[method].dropna()):.2f}", "–" if np.isnan(ratio) else f"{ratio:.2f}×"])  # fmt: skip
+    label = stage_label(stage)
+    methods = markdown_table(
+        ["method", f"median test NLL {label}", "vs HGB + TS: median change", "lower / tied / higher",
+         "Wilcoxon p", "lower than RealMLP-TD", "accuracy vs the previous default",
+         "fit s per 1000 rows", "fit time vs RealMLP-TD"], rows)  # fmt: skip
+    pairs = []
+    statuses = fits.dropna(subset=["penalty_status"]).groupby("method")["penalty_status"]
     for nescal, ce in PAIRS.items():
-        if nescal not in pooled.methods or ce not in pooled.methods:
-            continue
-        mine = pooled.means(nescal, "clean", stage, "nll")
-        theirs = pooled.means(ce, "clean", stage, "nll")
-        c = paired_comparison(mine, {ce: theirs}, greater_is_better=False)
-        if c is None:
-            continue
-        wins, ties, losses = wins_ties_losses(
-            [mine[d] for d in c.datasets], [theirs[d] for d in c.datasets],
-            greater_is_better=False, tolerance=config.report.tie_tolerance,
-        )  # fmt: skip
-        counts = pooled.penalty.get(nescal, {})
-        inactive = sum(n for s, n in counts.items() if s != "penalised")
-        lines.append(
-            f"| {nescal} | {ce} | {c.median_change:+.2f} % | {wins} / {ties} / {losses} of "
-            f"{len(c.datasets)} | {c.p_value:.3g} | {inactive}/{sum(counts.values())} |"
-        )
-    return "\n".join(lines)
+        c = versus(frame[frame["method"].isin([nescal, ce])], ce, stage=stage, tolerance=tolerance).get(nescal)
+        if c is not None:
+            found = statuses.get_group(nescal) if nescal in statuses.groups else []
+            inactive = sum(s != "penalised" for s in found)
+            pairs.append([nescal, ce, f"{c['comparison'].median_change:+.2f} %",
+                          "{} / {} / {} of {}".format(*c["wtl"], len(c["comparison"].datasets)),
+                          f"{c['comparison'].p_value:.3g}", f"{inactive}/{len(found)}"])  # fmt: skip
+    pairs_md = markdown_table(["NeSCal", "CE, same backbone", f"median change of test NLL {label}",
+                               "lower / tied / higher", "Wilcoxon p", "NeSCal fits not penalised"], pairs)  # fmt: skip
+    return rows, methods, pairs_md
 
 
-def draw(name: str, rows: list[dict], path: Path, stage_label: str) -> Path | None:
+def draw(name: str, rows: list, path: Path, stage: str) -> Path | None:
     """Median change vs HGB + TS against median fit seconds per 1000 rows, per method."""
-    shown = [r for r in rows if not np.isnan(r["seconds_per_1000"])]
+    shown = [r for r in rows if r[-2] != "nan"]
     if not shown:
         return None
-    import matplotlib
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    fig = Figure(figsize=(7.5, 4.8))
+    ax = fig.subplots()
     for i, row in enumerate(shown):
-        y = 0.0 if row["vs_hgb"] is None else row["vs_hgb"].median_change
-        colour = "black" if row["method"] in (HGB, "lightgbm", REALMLP, "tabm") else f"C{i % 10}"
-        ax.scatter(row["seconds_per_1000"], y, color=colour, s=30)
-        ax.annotate(row["method"], (row["seconds_per_1000"], y), fontsize=7,
-                    xytext=(4, 3), textcoords="offset points")  # fmt: skip
+        x, y = float(row[-2]), 0.0 if row[2] == "reference" else float(row[2].split()[0])
+        colour = "black" if row[0] in (HGB, "lightgbm", REALMLP, "tabm") else f"C{i % 10}"
+        ax.scatter(x, y, color=colour, s=30)
+        ax.annotate(row[0], (x, y), fontsize=7, xytext=(4, 3), textcoords="offset points")
     ax.axhline(0.0, color="black", linewidth=0.8)
     ax.set_xscale("log")
     ax.set_xlabel("fit seconds per 1000 training rows (median over datasets, 1 thread)")
-    ax.set_ylabel(f"median change of test NLL {stage_label}\nvs HistGradientBoosting + TS (%)")
+    ax.set_ylabel(f"median change of test NLL {stage_label(stage)}\nvs HistGradientBoosting + TS (%)")
     ax.set_title(f"{name}: NLL against fit time (black: anchors)", fontsize=10)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     return path
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    from nescal_sklearn.benchmark import RecordStore, run_benchmark
-
     configs = {name: load_config(name, args.quick, args.out) for name in args.runs}
     if not args.no_run:
-        for config in configs.values():
-            run_benchmark(config, jobs=args.jobs, resume=True, stream=sys.stderr)
-    stage = args.calibrator
-    stage_label = "after TS" if stage == "temperature" else f"after {stage}"
+        run_configs(list(configs.values()), jobs=args.jobs)
     args.out.mkdir(parents=True, exist_ok=True)
     sections = [
-        "# Backbone study: options, ensembles and anchors",
-        "",
-        f"Test NLL {stage_label}: per dataset the mean over the run's seeds. Regenerate with "
-        "`python benchmarks/backbone.py --no-run`.",
-        "",
-    ]
+        "# Backbone study: options, ensembles and anchors", "",
+        f"Test NLL {stage_label(args.calibrator)}: per dataset the mean over the run's seeds. "
+        "Regenerate with `python benchmarks/backbone.py --no-run`.", "",
+    ]  # fmt: skip
     for name, config in configs.items():
-        output = Path(config.output)
-        records = RecordStore(output).load(move=False) if (output / "records").is_dir() else {}
-        pooled, _ = pooled_results(config, records)
-        if HGB not in pooled.methods:
+        frame = config_frame(config)
+        if HGB not in set(frame["method"]):
             sections += [f"## {name}", "", f"No records of {HGB} in {config.output}.", ""]
             continue
-        rows = method_rows(config, pooled, per_thousand_rows(records, config), stage)
-        figure = draw(name, rows, args.out / f"backbone_{name}.png", stage_label)
-        table = methods_table(rows, stage_label)
-        pairs = pairs_table(pooled, config, stage, stage_label)
-        # each table on its own too, for docs/backbone.md to include
-        (args.out / f"table_{name}.md").write_text(table + "\n")
+        rows, table, pairs = tables(config, frame, args.calibrator)
+        figure = draw(name, rows, args.out / f"backbone_{name}.png", args.calibrator)
+        (args.out / f"table_{name}.md").write_text(table + "\n")  # for docs/backbone.md
         (args.out / f"pairs_{name}.md").write_text(pairs + "\n")
-        sections += [
-            f"## {name}",
-            "",
-            f"`{config.name}`: {len(pooled.datasets)} datasets, seeds {pooled.seeds}.",
-            "",
-            table,
-            "",
-            "NeSCal against cross-entropy on the same backbone:",
-            "",
-            pairs,
-            "",
-        ]
+        sections += [f"## {name}", "", f"`{config.name}`: {frame['dataset'].nunique()} datasets, seeds "
+                     f"{frame.attrs['seeds']}.", "", table, "", "NeSCal against cross-entropy on the "
+                     "same backbone:", "", pairs, ""]  # fmt: skip
         if figure is not None:
             sections += [f"![{name}]({figure.name})", ""]
             print(f"wrote {figure}")
-    write_report(args.out / "backbone.md", sections)
+    text = "\n".join(sections)
+    (args.out / "backbone.md").write_text(text)
+    print(f"wrote {args.out / 'backbone.md'}\n\n{text}")
     return 0
 
 

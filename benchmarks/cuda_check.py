@@ -27,10 +27,9 @@ def main() -> int:
         print("no CUDA device: nothing to check")
         return 0
     from nescal_sklearn import NeSCalClassifier, NeSCalLoss
-    from nescal_sklearn.benchmark import TabMModule
+    from nescal_sklearn.nn import TabMModule
 
-    X, y = make_classification(12_000, n_features=20, n_informative=8, n_classes=4,
-                               random_state=0)  # fmt: skip
+    X, y = make_classification(12_000, n_features=20, n_informative=8, n_classes=4, random_state=0)
     X = X.astype(np.float32)
     X_train, y_train, X_test, y_test = X[:10_000], y[:10_000], X[10_000:], y[10_000:]
     settings = {

@@ -39,13 +39,10 @@ from pathlib import Path
 
 import numpy as np
 
+from nescal_bench import SUITES
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA_DIR = ROOT.parent / "shared" / "data"
-DEV_SUITE = (
-    "adult", "bank-marketing", "electricity", "shuttle", "letter", "magic-telescope",
-    "pendigits", "phoneme", "spambase", "churn", "mnist_784_5k", "fashion-mnist", "kc1",
-    "car", "credit-g", "vehicle", "diabetes", "soybean", "wdbc",
-)  # fmt: skip
 #: name -> (loss, loss parameters, seed offset of the initialisation)
 MODELS = {
     "ce": ("ce", {}, 0),
@@ -63,7 +60,7 @@ LCE_NEIGHBORS = 20
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--datasets", nargs="+", default=list(DEV_SUITE))
+    parser.add_argument("--datasets", nargs="+", default=list(SUITES["dev"]))
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1])
     parser.add_argument("--jobs", type=int, default=1, help="parallel fits (one thread each)")
     parser.add_argument("--max-rows", type=int, default=3000)
@@ -76,12 +73,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         default=Path("results") / "diagnostics.pkl",
         help="where the measured results are kept (pickle), for --no-run",
     )
-    parser.add_argument(
-        "--no-run", action="store_true", help="report and draw from --save, fitting nothing"
-    )
-    parser.add_argument(
-        "--quick", action="store_true", help="smoke run: sklearn's digits and wine, 8 epochs"
-    )
+    parser.add_argument("--no-run", action="store_true", help="report and draw from --save, fitting nothing")
+    parser.add_argument("--quick", action="store_true", help="smoke run: sklearn's digits and wine, 8 epochs")
     args = parser.parse_args(argv)
     if args.quick:
         args.datasets, args.seeds = ["sklearn-digits", "sklearn-wine"], [0]
@@ -91,7 +84,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def load(name: str, max_rows: int, seed: int):
     """The runner's split of dataset ``name`` (local suite, or ``sklearn-<name>``)."""
-    from nescal_sklearn.benchmark import cap_rows, load_local_dataset, stratified_split
+    from nescal_bench import cap_rows, load_local_dataset, stratified_split
 
     if name.startswith("sklearn-"):
         import sklearn.datasets
@@ -178,9 +171,7 @@ def measure(name: str, seed: int, args: argparse.Namespace) -> dict:
     test_proba = {m: models[m].predict_proba(split.X_test) for m in models}
     if k >= 3:
         for m in ("ce_other_seed", "ls_010", "ls_030", "nescal"):
-            out["ranking"][m] = wrong_class_rank_correlation(
-                y_test, test_proba[m], test_proba["ce"]
-            )
+            out["ranking"][m] = wrong_class_rank_correlation(y_test, test_proba[m], test_proba["ce"])
     for m in ("ce", "ls_010", "nescal"):
         calibrated = CalibratedTemperature(FrozenEstimator(models[m])).fit(split.X_val, y_val)
         for stage, fitted in (("raw", models[m]), ("ts", calibrated)):
@@ -272,10 +263,7 @@ def report(results: list[dict], args) -> None:
         f"* largest excess: gap - TV {max(g.max_gap_excess for g in gaps):.2e}, "
         f"TV - sqrt(2 JS) {max(g.max_tv_excess for g in gaps):.2e}"
     )
-    for label, key in (
-        ("conf gap / TV", "median_gap_over_tv"),
-        ("TV / sqrt(2 JS)", "median_tv_over_bound"),
-    ):
+    for label, key in (("conf gap / TV", "median_gap_over_tv"), ("TV / sqrt(2 JS)", "median_tv_over_bound")):
         values = [getattr(g, key) for g in gaps]
         print(
             f"* tightness, {label}: median over graphs of the per-edge median "
@@ -293,18 +281,12 @@ def report(results: list[dict], args) -> None:
         print("| graph | measure | CE (median over datasets) | NeSCal | NeSCal vs CE |")
         print("|---|---|---|---|---|")
         for graph in ("train", "test"):
-            for label, key in (
-                ("median neighbour JS", "median_js"),
-                ("mean confidence gap", "mean_gap"),
-            ):
+            for label, key in (("median neighbour JS", "median_js"), ("mean confidence gap", "mean_gap")):
                 ce = by_dataset(chosen, lambda r, g=graph, k=key: r["gap"]["ce"][g].summary[k])
                 ne = by_dataset(chosen, lambda r, g=graph, k=key: r["gap"]["nescal"][g].summary[k])
                 a, b = common(ne, ce)
                 if a:
-                    print(
-                        f"| {graph} | {label} | {np.median(b):.2e} | {np.median(a):.2e} "
-                        f"| {paired(a, b)} |"
-                    )
+                    print(f"| {graph} | {label} | {np.median(b):.2e} | {np.median(a):.2e} | {paired(a, b)} |")
     statuses = [r["penalty_status"] for r in results]
     print(
         f"\nNeSCal fits penalised: {statuses.count('penalised')} of {len(statuses)} "
@@ -395,9 +377,7 @@ def report(results: list[dict], args) -> None:
         cells = []
         for metric in ("lce", "ece"):
             for stage in ("raw", "ts"):
-                table[(m, metric, stage)] = by_dataset(
-                    results, lambda r, k=(m, stage), x=metric: r[x][k]
-                )
+                table[(m, metric, stage)] = by_dataset(results, lambda r, k=(m, stage), x=metric: r[x][k])
                 cells.append(f"{np.median(list(table[(m, metric, stage)].values())):.4f}")
         print(f"| {m} | " + " | ".join(cells) + " |")
     print()
@@ -434,18 +414,14 @@ def draw(results: list[dict], figures: Path) -> None:
     fig.suptitle(f"neighbour confidence gap on each model's training graph ({title})")
     save(fig, figures / "diagnostics_neighbour_gap.png")
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), squeeze=False)
-    for ax, key, metric in zip(
-        axes[0], ("fisher", "fisher_relative"), ("l2", "relative"), strict=True
-    ):
+    for ax, key, metric in zip(axes[0], ("fisher", "fisher_relative"), ("l2", "relative"), strict=True):
         synthetic = fisher_laplacian_ratio(synthetic=True, random_state=0, distance=metric)
         plot_diagnostics({"NeSCal's edges": featured[key], "synthetic": synthetic}, ax=ax)
     fig.suptitle(f"local Fisher-Laplacian form ({title})")
     save(fig, figures / "diagnostics_fisher.png")
     fig, axes = plt.subplots(2, 2, figsize=(10, 7), squeeze=False)
     for row, m in zip(axes, ("ls_010", "ls_030"), strict=True):
-        featured["ls_bounds"][m].plot(
-            ax=row, name=f"LS epsilon {featured['ls_bounds'][m].epsilon:g}"
-        )
+        featured["ls_bounds"][m].plot(ax=row, name=f"LS epsilon {featured['ls_bounds'][m].epsilon:g}")
     fig.suptitle(f"label smoothing on the training rows ({title})")
     save(fig, figures / "diagnostics_label_smoothing.png")
     print(f"\nfigures: {', '.join(p.name for p in sorted(figures.glob('diagnostics_*.png')))}")

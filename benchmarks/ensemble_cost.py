@@ -71,9 +71,7 @@ def main(argv=None) -> int:
     ]
     fit1, pred1 = results[members[0]]
     for k, (fit, pred) in results.items():
-        lines.append(
-            f"| n_members={k} | {fit:.3f} | {fit / fit1:.2f}× | {pred:.4f} | {pred / pred1:.2f}× |"
-        )
+        lines.append(f"| n_members={k} | {fit:.3f} | {fit / fit1:.2f}× | {pred:.4f} | {pred / pred1:.2f}× |")
     text = "\n".join(lines)
     print(text)
     if args.out is not None:

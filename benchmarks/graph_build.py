@@ -206,14 +206,10 @@ def main(argv: list[str] | None = None) -> int:
         default=["exact", "approximate", "auto"],
         choices=["exact", "approximate", "auto"],
     )
-    parser.add_argument(
-        "--max-exact", type=int, default=200_000, help="skip method='exact' above this size"
-    )
+    parser.add_argument("--max-exact", type=int, default=200_000, help="skip method='exact' above this size")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--timeout", type=float, default=1200.0, help="seconds per measurement")
-    parser.add_argument(
-        "--no-cold-jit", action="store_true", help="skip the first-ever vs later JIT table"
-    )
+    parser.add_argument("--no-cold-jit", action="store_true", help="skip the first-ever vs later JIT table")
     parser.add_argument(
         "--quick",
         action="store_true",

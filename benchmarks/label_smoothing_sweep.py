@@ -51,9 +51,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         "--figures", type=Path, default=ROOT / "docs" / "figures", help="folder of the figures"
     )
     parser.add_argument("--no-run", action="store_true", help="draw from the existing results only")
-    parser.add_argument(
-        "--calibrator", default="temperature", help="the post-hoc stage called 'after TS'"
-    )
+    parser.add_argument("--calibrator", default="temperature", help="the post-hoc stage called 'after TS'")
     return parser.parse_args(argv)
 
 
@@ -76,28 +74,30 @@ def sweep_epsilon(record: dict) -> float | None:
 
 def collect(results, calibrator: str):
     """``(rows, references)``: per (dataset, epsilon) and per (dataset, method) the seed
-    means of raw and calibrated test metrics, the class count and pooled reliability bins."""
-    from nescal_sklearn.benchmark import pool_reliability
+    means of raw and calibrated test metrics (the results frame), the class count and the
+    reliability bins pooled over the seeds."""
+    from nescal_bench import pool_reliability
 
+    frame = results.frame()
+    means = frame[frame["condition"] == "clean"].pivot_table(
+        index=["dataset", "method"], columns=["stage", "metric"], values="value"
+    )
     rows: dict[tuple[str, float], dict] = {}
     references: dict[tuple[str, str], dict] = {}
     for dataset, methods in results.reported().items():
         for method, records in methods.items():
-            stages = {"raw": "raw", "ts": calibrator}
-            summary = {"n_classes": records[0]["data"]["n_classes"], "method": method}
-            for label, stage in stages.items():
-                tests = [r["test"].get(stage) for r in records]
-                if any(t is None for t in tests):  # a calibrator that failed has no stage
-                    continue
+            summary = {
+                "n_classes": records[0]["data"]["n_classes"], "method": method,
+                "reliability": pool_reliability([r["reliability"]["raw"] for r in records])[0],
+                "n_test": sum(int(r["data"]["n_test"]) for r in records),
+            }  # fmt: skip
+            for label, stage in (("raw", "raw"), ("ts", calibrator)):
                 for metric in ("nll", "ece", "accuracy"):
-                    summary[f"{metric}_{label}"] = float(np.mean([t[metric] for t in tests]))
-            summary["reliability"] = pool_reliability([r["reliability"]["raw"] for r in records])[0]
-            summary["n_test"] = sum(int(r["data"]["n_test"]) for r in records)
+                    value = means.get((stage, metric), {}).get((dataset, method), np.nan)
+                    if np.isfinite(value):  # a calibrator that failed has no stage
+                        summary[f"{metric}_{label}"] = float(value)
             epsilon = sweep_epsilon(records[0])
-            if epsilon is None:
-                references[(dataset, method)] = summary
-            else:
-                rows[(dataset, epsilon)] = summary
+            (references if epsilon is None else rows)[(dataset, method) if epsilon is None else (dataset, epsilon)] = summary
     return rows, references
 
 
@@ -147,8 +147,7 @@ def draw(rows, references, datasets, epsilons, figures: Path) -> list[Path]:
     import matplotlib.pyplot as plt
 
     figures.mkdir(parents=True, exist_ok=True)
-    written = []
-    xs = np.array(epsilons)
+    written, xs = [], np.array(epsilons)
 
     def series(dataset, key):
         return np.array([rows.get((dataset, e), {}).get(key, np.nan) for e in epsilons])
@@ -169,8 +168,7 @@ def draw(rows, references, datasets, epsilons, figures: Path) -> list[Path]:
     written.append(save(fig, figures / "label_smoothing_ece.png"))
 
     # 2. NLL against epsilon, per dataset, with the floor
-    n = len(datasets)
-    cols = min(5, n)
+    n, cols = len(datasets), min(5, len(datasets))
     nrows = int(np.ceil(n / cols))
     fig, axes = plt.subplots(nrows, cols, figsize=(3.0 * cols, 2.4 * nrows), squeeze=False)
     for ax, dataset in zip(axes.flat, datasets, strict=False):
@@ -190,18 +188,13 @@ def draw(rows, references, datasets, epsilons, figures: Path) -> list[Path]:
 
     # 3. accuracy change against epsilon
     fig, ax = plt.subplots(figsize=(5.5, 4))
-    changes = np.array(
-        [100 * (series(d, "accuracy_raw") - series(d, "accuracy_raw")[0]) for d in datasets]
-    )
+    changes = np.array([100 * (series(d, "accuracy_raw") - series(d, "accuracy_raw")[0]) for d in datasets])
     for curve in changes:
         ax.plot(xs, curve, color="0.75", lw=0.8)
     ax.plot(xs, np.nanmedian(changes, axis=0), "o-", color="C0", lw=2, label="median")
     ax.axhline(0, color="k", lw=0.8)
-    ax.set(
-        xlabel="label smoothing epsilon",
-        ylabel="test accuracy change vs epsilon 0 (pp)",
-        title="accuracy (grey: one dataset)",
-    )
+    ax.set(xlabel="label smoothing epsilon", ylabel="test accuracy change vs epsilon 0 (pp)",
+           title="accuracy (grey: one dataset)")  # fmt: skip
     ax.legend()
     written.append(save(fig, figures / "label_smoothing_accuracy.png"))
 
@@ -219,23 +212,11 @@ def draw(rows, references, datasets, epsilons, figures: Path) -> list[Path]:
             curve = row["reliability"]
             keep = curve.counts > 0
             top = ceiling(epsilon, row["n_classes"])
-            ax.plot(
-                curve.confidence[keep],
-                curve.accuracy[keep],
-                "o-",
-                ms=3,
-                color=colour,
-                label=f"eps={epsilon:g}",
-            )
+            ax.plot(curve.confidence[keep], curve.accuracy[keep], "o-", ms=3, color=colour, label=f"eps={epsilon:g}")
             if epsilon > 0:
                 ax.axvline(top, color=colour, ls=":", lw=1)
         ax.plot([0, 1], [0, 1], color="k", lw=0.8)
-        ax.set(
-            title=f"{dataset} (K={row['n_classes']})",
-            xlabel="confidence",
-            xlim=(0, 1.01),
-            ylim=(0, 1.01),
-        )
+        ax.set(title=f"{dataset} (K={row['n_classes']})", xlabel="confidence", xlim=(0, 1.01), ylim=(0, 1.01))
         ax.legend(fontsize=7, loc="upper left")
     axes[0, 0].set_ylabel("accuracy (dotted: ceiling 1-e+e/K)")
     written.append(save(fig, figures / "label_smoothing_reliability.png"))
@@ -253,7 +234,7 @@ def save(fig, path: Path) -> Path:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    from nescal_sklearn.benchmark import load_config, load_results, run_benchmark
+    from nescal_bench import load_config, load_results, run_benchmark
 
     config = load_config(args.config)
     output = Path(config.output)

@@ -85,7 +85,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def load(name: str, quick: bool, out: Path):
     """The validated config (made a smoke run with ``quick``)."""
-    from nescal_sklearn.benchmark import validate_config
+    from nescal_bench import validate_config
 
     data = json.loads((CONFIGS / f"{name}.json").read_text())
     if quick:
@@ -115,7 +115,7 @@ def frame(config):
     """The tidy frame of the run's records: one row per (dataset, method, seed)."""
     import pandas as pd
 
-    from nescal_sklearn.benchmark import RecordStore, plan_run
+    from nescal_bench import RecordStore, plan_run
 
     plan = plan_run(config)
     fit_on = {m.name: m.fit_on for m in config.methods}
@@ -273,7 +273,7 @@ def draw(rows: list[dict], path: Path) -> Path:
 
 
 def main(argv=None) -> int:
-    from nescal_sklearn.benchmark import run_benchmark
+    from nescal_bench import run_benchmark
 
     args = parse_args(argv)
     config = load(args.config, args.quick, args.out)

@@ -57,9 +57,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--neighbors", type=int, default=10)
     parser.add_argument("--aggregation", default="pairwise", choices=["pairwise", "mean"])
     parser.add_argument("--repeats", type=int, default=30, help="predict_proba timing repeats")
-    parser.add_argument(
-        "--rounds", type=int, default=2, help="fits of each method, run in rotation"
-    )
+    parser.add_argument("--rounds", type=int, default=2, help="fits of each method, run in rotation")
     parser.add_argument(
         "--threads", type=int, default=1,
         help="torch threads (0: torch's default); one thread keeps the ratios steady",
@@ -82,9 +80,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def fit(loss, X, y, args) -> NeSCalClassifier:
-    return NeSCalClassifier(
-        loss=loss, max_epochs=args.epochs, early_stopping=False, random_state=0
-    ).fit(X, y)
+    return NeSCalClassifier(loss=loss, max_epochs=args.epochs, early_stopping=False, random_state=0).fit(X, y)
 
 
 def best_times(fns: dict, repeats: int, calls: int = 1) -> dict:
@@ -160,8 +156,7 @@ def refinement_cost(X, y, args) -> int:
           f"{torch.get_num_threads()} thread(s)")
     print(f"{'measure':42s} {'median':>10s} {'max':>10s}")
     print(f"{'temperature solve s per epoch':42s} {np.median(solve):10.4g} {solve.max():10.4g}")
-    print(f"{'epoch s (training + validation + solve)':42s} {np.median(epoch):10.4g} "
-          f"{epoch.max():10.4g}")
+    print(f"{'epoch s (training + validation + solve)':42s} {np.median(epoch):10.4g} {epoch.max():10.4g}")
     print(f"{'solve / epoch':42s} {np.median(solve / epoch):10.4f} {np.max(solve / epoch):10.4f}")
     return 0
 

@@ -6,10 +6,10 @@ One command produces everything (``docs/stress_tests.md`` describes the output):
 
 It runs ``benchmarks/configs/stress_tests.json`` (or every ``--config`` given, pooled)
 through the runner, resumable: fits already recorded are kept. Then it reads the
-confirm-seed records. Every number is a median over datasets of a mean over confirm
-seeds; a dataset counts in a table only where every method has the value (a corruption a
-dataset skips, the category swap of a dataset without categorical features, leaves it
-out of that corruption). Written to ``--out``:
+confirm-seed records (the lab's results frame). Every number is a median over datasets
+of a mean over confirm seeds; a dataset counts in a table only where every method has
+the value (a corruption a dataset skips, the category swap of a dataset without
+categorical features, leaves it out of that corruption). Written to ``--out``:
 
 * ``stress_tests.md``: per corruption family, NLL, ECE and accuracy per severity (and
   clean), raw and after the calibrator (``--calibrator``, default temperature scaling
@@ -33,330 +33,203 @@ from pathlib import Path
 
 import numpy as np
 
+from nescal_bench import load_config, results_frame
+from nescal_bench._stats import average_ranks, paired_comparison, unit_table
+from nescal_bench.studies import markdown_table, median, run_configs
+
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "benchmarks" / "configs" / "stress_tests.json"
-
-#: The metrics of the corruption tables and figures.
+#: The metrics of the corruption tables and figures, and of the OOD table.
 SHIFT_METRICS = ("nll", "ece", "accuracy")
-#: The OOD metrics of the OOD table (entropy score, max-probability score, overconfidence).
-OOD_COLUMNS = (
-    "auroc",
-    "aupr_in",
-    "aupr_out",
-    "fpr95",
-    "msp_auroc",
-    "msp_aupr_in",
-    "msp_aupr_out",
-    "msp_fpr95",
-    "max_proba",
-)
+OOD_COLUMNS = ("auroc", "aupr_in", "aupr_out", "fpr95", "msp_auroc", "msp_aupr_in",
+               "msp_aupr_out", "msp_fpr95", "max_proba")  # fmt: skip
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--config", type=Path, action="append", help="a config to run and report (repeatable)"
-    )
+    parser.add_argument("--config", type=Path, action="append", help="a config to run (repeatable)")
     parser.add_argument("--jobs", type=int, default=1, help="parallel fits (runner --jobs)")
-    parser.add_argument(
-        "--out",
-        type=Path,
-        help="folder of the tables and figures (default: <first config's output>/stress_tests)",
-    )
+    parser.add_argument("--out", type=Path, help="folder of the tables and figures")
     parser.add_argument("--no-run", action="store_true", help="report from existing results only")
     parser.add_argument("--calibrator", default="temperature", help="the stage called 'after TS'")
     parser.add_argument("--reference", default="ce", help="the method of the paired statistics")
     return parser.parse_args(argv)
 
 
-# --------------------------------------------------------------------------- reading
-class Study:
-    """The pooled results, and what the tables need from them."""
-
-    def __init__(self, pooled, calibrator: str) -> None:
-        self.pooled = pooled
-        self.methods = pooled.methods
-        self.stages = [("raw", "raw")]
-        if calibrator in pooled.stages:
-            self.stages.append((calibrator, "TS" if calibrator == "temperature" else calibrator))
-        self.families = pooled.families
-        self.ood = [name for name, c in pooled.conditions.items() if "auroc" in type(c).metrics]
-        self._means: dict[tuple, dict[str, float]] = {}
-
-    def means(self, method: str, condition: str, stage: str, metric: str) -> dict[str, float]:
-        """``dataset -> mean over seeds`` (cached)."""
-        key = (method, condition, stage, metric)
-        if key not in self._means:
-            self._means[key] = self.pooled.means(*key)
-        return self._means[key]
-
-    def complete(self, conditions, stage: str, metric: str) -> dict[str, dict[str, list[float]]]:
-        """``method -> dataset -> [value per condition]`` on the datasets where every method
-        has every condition."""
-        values = {m: {c: self.means(m, c, stage, metric) for c in conditions} for m in self.methods}
-        datasets = [
-            d
-            for d in self.pooled.datasets
-            if all(d in values[m][c] for m in self.methods for c in conditions)
-        ]
-        return {
-            m: {d: [values[m][c][d] for c in conditions] for d in datasets} for m in self.methods
-        }
-
-
-def _median(values) -> float:
-    return float(np.median(values)) if len(values) else float("nan")
+def complete(frame, conditions, stage: str, metric: str) -> dict:
+    """``method -> DataFrame`` (datasets × ``conditions``) of seed means, on the datasets
+    where every method has every condition."""
+    rows = frame[frame["condition"].isin(conditions) & (frame["stage"] == stage) & (frame["metric"] == metric)]
+    table = rows.pivot_table(index="dataset", columns=["method", "condition"], values="value")
+    methods = sorted(frame["method"].unique())
+    table = table.reindex(columns=[(m, c) for m in methods for c in conditions]).dropna()
+    return {m: table[m] for m in methods}
 
 
 def _fmt(value: float, metric: str) -> str:
-    if np.isnan(value):
-        return "–"
-    return f"{100 * value:.1f}" if metric == "accuracy" else f"{value:.4f}"
+    return "–" if np.isnan(value) else f"{100 * value:.1f}" if metric == "accuracy" else f"{value:.4f}"
 
 
-# --------------------------------------------------------------------------- tables
-def family_tables(study: Study) -> list[str]:
+def family_tables(frame, families, stages) -> list[str]:
     """Per family: method × stage × metric rows; clean, each severity, the mean over them."""
-    lines = ["## Corruptions, per severity", ""]
-    lines += [
-        "Median over datasets of the seed-mean metric (accuracy in %); `mean` is the median "
-        "over datasets of the mean over the severities.",
-        "",
-    ]
-    for family, conditions in study.families.items():
-        severities = [study.pooled.conditions[c].severity for c in conditions]
-        kind = study.pooled.conditions[conditions[0]].kind
-        columns = ["clean", *conditions]
-        first = study.complete(columns, "raw", "nll")
-        n = len(next(iter(first.values()), {}))
-        lines += [f"### `{family}` ({kind}), {n} datasets", ""]
+    lines = ["## Corruptions, per severity", "", "Median over datasets of the seed-mean metric "
+             "(accuracy in %); `mean` is the median over datasets of the mean over the severities.", ""]  # fmt: skip
+    conditions = frame.attrs["conditions"]
+    for family, names in families.items():
+        columns = ["clean", *names]
+        n = len(next(iter(complete(frame, columns, "raw", "nll").values())))
+        lines += [f"### `{family}` ({conditions[names[0]].kind}), {n} datasets", ""]
         if n == 0:
             lines += ["No dataset has every severity for every method.", ""]
             continue
-        header = " | ".join(f"s{s}" for s in severities)
-        lines += [
-            f"| method | stage | metric | clean | {header} | mean |",
-            "|---|---|---|---" + "|---" * len(severities) + "|---|",
-        ]
-        for method in study.methods:
-            for stage, label in study.stages:
+        rows = []
+        for method in sorted(frame["method"].unique()):
+            for stage, label in stages:
                 for metric in SHIFT_METRICS:
-                    table = study.complete(columns, stage, metric)[method]
-                    per_dataset = np.array(list(table.values()))
-                    cells = [_median(per_dataset[:, j]) for j in range(per_dataset.shape[1])]
-                    mean = _median(per_dataset[:, 1:].mean(axis=1))
-                    values = " | ".join(_fmt(v, metric) for v in [*cells, mean])
-                    lines.append(f"| {method} | {label} | {metric} | {values} |")
-        lines.append("")
+                    table = complete(frame, columns, stage, metric)[method]
+                    cells = [*table.median(), median(table[names].mean(axis=1))]
+                    rows.append([method, label, metric, *(_fmt(v, metric) for v in cells)])
+        header = ["method", "stage", "metric", "clean", *(f"s{conditions[c].severity}" for c in names), "mean"]
+        lines += [markdown_table(header, rows), ""]
     return lines
 
 
-def summary_table(study: Study) -> list[str]:
+def summary_table(frame, families, stages) -> list[str]:
     """Every method over all corruptions: the median over datasets of the mean over every
     corruption condition a dataset has (the same ones for every method)."""
-    conditions = [c for members in study.families.values() for c in members]
-    if not conditions:
+    names = [c for members in families.values() for c in members]
+    if not names:
         return []
-    lines = [
-        "## Corruptions, summary",
-        "",
-        "Per dataset the mean over every corruption condition it has (all families and "
-        "severities), then the median over datasets; `clean` the same for the test rows.",
-        "",
-        "| method | stage | "
-        + " | ".join(f"{m} clean | {m} corrupted" for m in SHIFT_METRICS)
-        + " |",
-        "|---|---" + "|---|---" * len(SHIFT_METRICS) + "|",
-    ]
-    for method in study.methods:
-        for stage, label in study.stages:
+    methods = sorted(frame["method"].unique())
+    rows = []
+    for method in methods:
+        for stage, label in stages:
             cells = []
             for metric in SHIFT_METRICS:
-                clean, corrupted = [], []
-                for dataset in study.pooled.datasets:
-                    have = {}
-                    for c in ["clean", *conditions]:
-                        values = [study.means(m, c, stage, metric) for m in study.methods]
-                        if all(dataset in v for v in values):
-                            have[c] = study.means(method, c, stage, metric)[dataset]
-                    if "clean" in have and len(have) > 1:
-                        clean.append(have.pop("clean"))
-                        corrupted.append(np.mean(list(have.values())))
-                cells += [_fmt(_median(clean), metric), _fmt(_median(corrupted), metric)]
-            lines.append(f"| {method} | {label} | " + " | ".join(cells) + " |")
-    return [*lines, ""]
+                per: dict[str, dict] = {}
+                for unit, value in unit_table(frame, ["clean", *names], stage, metric).dropna()[method].items():
+                    dataset, condition = unit.split(", ", 1)
+                    per.setdefault(dataset, {})[condition] = value
+                pairs = [(d.pop("clean"), np.mean(list(d.values()))) for d in per.values() if "clean" in d and len(d) > 1]
+                cells += [_fmt(median(p[0] for p in pairs), metric), _fmt(median(p[1] for p in pairs), metric)]
+            rows.append([method, label, *cells])
+    header = ["method", "stage", *(f"{m} {w}" for m in SHIFT_METRICS for w in ("clean", "corrupted"))]
+    return ["## Corruptions, summary", "", "Per dataset the mean over every corruption condition it "
+            "has (all families and severities), then the median over datasets; `clean` the same "
+            "for the test rows.", "", markdown_table(header, rows), ""]  # fmt: skip
 
 
-def ood_tables(study: Study) -> list[str]:
-    if not study.ood:
+def ood_tables(frame, ood, stages) -> list[str]:
+    if not ood:
         return []
-    labels = [study.pooled.conditions[study.ood[0]].metrics[m].label for m in OOD_COLUMNS]
-    lines = [
-        "## Out-of-distribution detection",
-        "",
-        "Median over datasets; the unprefixed scores rank rows by predictive entropy, `MSP` by "
-        "the largest probability; `max-probability` is the mean largest probability on the "
-        "out-of-distribution rows.",
-        "",
-    ]
-    for name in study.ood:
-        condition = study.pooled.conditions[name]
-        first = study.complete([name], "raw", "auroc")
-        n = len(next(iter(first.values()), {}))
-        lines += [f"### `{name}` ({condition.kind}), {n} datasets", ""]
+    conditions = frame.attrs["conditions"]
+    labels = [conditions[ood[0]].metrics[m].label for m in OOD_COLUMNS]
+    lines = ["## Out-of-distribution detection", "", "Median over datasets; the unprefixed scores "
+             "rank rows by predictive entropy, `MSP` by the largest probability; `max-probability` "
+             "is the mean largest probability on the out-of-distribution rows.", ""]  # fmt: skip
+    for name in ood:
+        n = len(next(iter(complete(frame, [name], "raw", "auroc").values())))
+        lines += [f"### `{name}` ({conditions[name].kind}), {n} datasets", ""]
         if n == 0:
             lines += ["No dataset has this set for every method.", ""]
             continue
-        lines += [
-            "| method | stage | " + " | ".join(labels) + " |",
-            "|---|---" + "|---" * len(labels) + "|",
-        ]
-        for method in study.methods:
-            for stage, label in study.stages:
-                cells = [
-                    _median([v[0] for v in study.complete([name], stage, m)[method].values()])
-                    for m in OOD_COLUMNS
-                ]
-                lines.append(
-                    f"| {method} | {label} | " + " | ".join(f"{v:.4f}" for v in cells) + " |"
-                )
-        lines.append("")
+        rows = [[method, label, *(f"{median(complete(frame, [name], stage, m)[method][name]):.4f}" for m in OOD_COLUMNS)]
+                for method in sorted(frame["method"].unique()) for stage, label in stages]  # fmt: skip
+        lines += [markdown_table(["method", "stage", *labels], rows), ""]
     return lines
 
 
-def statistics_tables(study: Study, reference: str) -> list[str]:
+def statistics_tables(frame, families, ood, stages, reference: str) -> list[str]:
     """Paired statistics against ``reference`` over (dataset, condition) pairs, and average
     ranks, per family, over all corruptions and over all OOD sets."""
-    from nescal_sklearn.benchmark._stats import mean_ranks, paired_comparison
-
-    if reference not in study.methods:
+    methods = sorted(frame["method"].unique())
+    if reference not in methods:
         return [f"No statistics: the reference method {reference!r} has no records.", ""]
-    scopes = [(f"`{f}`", members, ("nll", "ece")) for f, members in study.families.items()]
-    everything = [c for members in study.families.values() for c in members]
-    if len(study.families) > 1:
-        scopes.append(("all corruptions", everything, ("nll", "ece")))
-    if study.ood:
-        scopes.append(("all OOD sets", study.ood, ("auroc", "msp_auroc", "max_proba")))
-    others = [m for m in study.methods if m != reference]
-    lines = [
-        f"## Paired statistics against `{reference}`",
-        "",
-        "Over (dataset, condition) pairs: the pairs where the method is better, the median "
-        "relative change, the two-sided Wilcoxon signed-rank p-value of the changes; average "
-        "ranks (1 = best) of every method over the pairs all of them have. The same, per "
-        "family: `nescal-bench compare RESULTS --condition FAMILY --metric METRIC`.",
-        "",
-        "| scope | metric | stage | method | better on | median change | Wilcoxon p | "
-        + " | ".join(f"rank {m}" for m in study.methods)
-        + " |",
-        "|---|---|---|---|---|---|---" + "|---" * len(study.methods) + "|",
-    ]
-    for scope, conditions, metrics in scopes:
+    conditions = frame.attrs["conditions"]
+    scopes = [(f"`{f}`", names, ("nll", "ece")) for f, names in families.items()]
+    if len(families) > 1:
+        scopes.append(("all corruptions", [c for n in families.values() for c in n], ("nll", "ece")))
+    if ood:
+        scopes.append(("all OOD sets", ood, ("auroc", "msp_auroc", "max_proba")))
+    rows = []
+    for scope, names, metrics in scopes:
         for metric in metrics:
-            info = study.pooled.conditions[conditions[0]].metrics[metric]
-            for stage, label in study.stages:
-                cells = {m: study.pooled.cells(m, conditions, stage, metric) for m in study.methods}
-                ranks, _ = mean_ranks(cells, greater_is_better=info.greater_is_better)
-                rank_text = " | ".join(f"{ranks[m]:.2f}" for m in study.methods)
-                for method in others:
-                    c = paired_comparison(
-                        cells[method],
-                        {reference: cells[reference]},
-                        greater_is_better=info.greater_is_better,
-                    )
-                    if c is None:
-                        continue
-                    lines.append(
-                        f"| {scope} | {info.label} | {label} | {method} | "
-                        f"{c.n_better}/{len(c.datasets)} | {c.median_change:+.2f} % | "
-                        f"{c.p_value:.3g} | {rank_text} |"
-                    )
-    return [*lines, ""]
+            info = conditions[names[0]].metrics[metric]
+            for stage, label in stages:
+                table = unit_table(frame, names, stage, metric).reindex(columns=methods)
+                ranks, _ = average_ranks(table, greater_is_better=info.greater_is_better)
+                for method in (m for m in methods if m != reference):
+                    c = paired_comparison(table[method].to_dict(), {reference: table[reference].to_dict()},
+                                          greater_is_better=info.greater_is_better)  # fmt: skip
+                    if c is not None:
+                        rows.append([scope, info.label, label, method, f"{c.n_better}/{len(c.datasets)}",
+                                     f"{c.median_change:+.2f} %", f"{c.p_value:.3g}",
+                                     *(f"{ranks[m]:.2f}" for m in methods)])  # fmt: skip
+    header = ["scope", "metric", "stage", "method", "better on", "median change", "Wilcoxon p",
+              *(f"rank {m}" for m in methods)]  # fmt: skip
+    return [f"## Paired statistics against `{reference}`", "", "Over (dataset, condition) pairs: "
+            "the pairs where the method is better, the median relative change, the two-sided "
+            "Wilcoxon signed-rank p-value of the changes; average ranks (1 = best) of every method "
+            "over the pairs all of them have. The same, per family: `nescal-bench compare RESULTS "
+            "--condition FAMILY --metric METRIC`.", "", markdown_table(header, rows), ""]  # fmt: skip
 
 
-# --------------------------------------------------------------------------- figures
-def draw(study: Study, out: Path) -> list[Path]:
-    import matplotlib
+def draw(frame, families, stages, out: Path) -> list[Path]:
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    written = []
-    families = list(study.families.items())
-    if not families:
-        return written
-    for metric, title in (("nll", "NLL"), ("ece", "ECE"), ("accuracy", "accuracy")):
-        fig, axes = plt.subplots(
-            1, len(families), figsize=(3.3 * len(families), 3.2), squeeze=False
-        )
-        for ax, (family, conditions) in zip(axes[0], families, strict=True):
-            severities = [0, *(study.pooled.conditions[c].severity for c in conditions)]
-            n = 0
-            for i, method in enumerate(study.methods):
-                for (stage, label), style in zip(study.stages, ("-", "--"), strict=False):
-                    table = study.complete(["clean", *conditions], stage, metric)[method]
-                    if not table:
-                        continue
-                    n = len(table)
-                    curve = np.median(np.array(list(table.values())), axis=0)
-                    ax.plot(
-                        severities,
-                        curve,
-                        style,
-                        marker="o",
-                        ms=3,
-                        color=f"C{i}",
-                        label=f"{method} ({label})",
-                    )
-            ax.set(
-                title=f"{family} ({n} datasets)", xlabel="severity (0: clean)", xticks=severities
-            )
+    written, conditions = [], frame.attrs["conditions"]
+    for metric, title in (("nll", "NLL"), ("ece", "ECE"), ("accuracy", "accuracy")) if families else ():
+        fig = Figure(figsize=(3.3 * len(families), 3.2))
+        axes = fig.subplots(1, len(families), squeeze=False)[0]
+        for ax, (family, names) in zip(axes, families.items(), strict=True):
+            severities = [0, *(conditions[c].severity for c in names)]
+            for i, method in enumerate(sorted(frame["method"].unique())):
+                for (stage, label), style in zip(stages, ("-", "--"), strict=False):
+                    table = complete(frame, ["clean", *names], stage, metric)[method]
+                    if len(table):
+                        ax.plot(severities, table.median(), style, marker="o", ms=3, color=f"C{i}",
+                                label=f"{method} ({label})")  # fmt: skip
+            ax.set(title=f"{family} ({len(table)} datasets)", xlabel="severity (0: clean)", xticks=severities)
             ax.tick_params(labelsize=8)
-        axes[0, 0].set_ylabel(f"test {title}, median over datasets")
-        axes[0, -1].legend(fontsize=7)
+        axes[0].set_ylabel(f"test {title}, median over datasets")
+        axes[-1].legend(fontsize=7)
         fig.tight_layout()
-        path = out / f"stress_{metric}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(path)
+        written.append(out / f"stress_{metric}.png")
+        fig.savefig(written[-1], dpi=110)
     return written
 
 
-# --------------------------------------------------------------------------- main
 def main(argv=None) -> int:
     args = parse_args(argv)
-    from nescal_sklearn.benchmark import load_config, pool_results, run_benchmark
-
     configs = [load_config(path) for path in (args.config or [CONFIG])]
     if not args.no_run:
-        for config in configs:
-            resume = (Path(config.output) / "records").is_dir()
-            run_benchmark(config, jobs=args.jobs, resume=resume, stream=sys.stderr)
+        run_configs(configs, jobs=args.jobs)
     outputs = [config.output for config in configs]
-    pooled = pool_results(outputs)
-    if not pooled.values:
+    frame = results_frame(outputs)
+    if frame.empty:
         print(f"no records in {outputs}", file=sys.stderr)
         return 1
-    study = Study(pooled, args.calibrator)
+    stages = [("raw", "raw")] + ([(args.calibrator, "TS" if args.calibrator == "temperature" else args.calibrator)]
+                                 if args.calibrator in frame.attrs["stages"] else [])  # fmt: skip
+    families: dict[str, list[str]] = {}
+    for name, condition in frame.attrs["conditions"].items():
+        if hasattr(condition, "family"):
+            families.setdefault(condition.family, []).append(name)
+    ood = [n for n, c in frame.attrs["conditions"].items() if "auroc" in c.metrics]
     out = args.out or Path(configs[0].output) / "stress_tests"
     out.mkdir(parents=True, exist_ok=True)
     lines = [
-        f"# Stress tests: {', '.join(outputs)}",
-        "",
-        f"{len(pooled.datasets)} datasets, methods {study.methods}, confirm seeds "
-        f"{pooled.seeds}; TS = `{args.calibrator}` fitted on the clean validation rows.",
-        "",
-        *family_tables(study),
-        *summary_table(study),
-        *ood_tables(study),
-        *statistics_tables(study, args.reference),
-    ]
+        f"# Stress tests: {', '.join(outputs)}", "",
+        f"{frame['dataset'].nunique()} datasets, methods {sorted(frame['method'].unique())}, confirm seeds "
+        f"{frame.attrs['seeds']}; TS = `{args.calibrator}` fitted on the clean validation rows.", "",
+        *family_tables(frame, families, stages), *summary_table(frame, families, stages),
+        *ood_tables(frame, ood, stages), *statistics_tables(frame, families, ood, stages, args.reference),
+    ]  # fmt: skip
     text = "\n".join(lines)
     (out / "stress_tests.md").write_text(text + "\n")
-    for path in [out / "stress_tests.md", *draw(study, out)]:
+    for path in [out / "stress_tests.md", *draw(frame, families, stages, out)]:
         print(f"wrote {path}")
-    print()
-    print(text)
+    print(f"\n{text}")
     return 0
 
 

@@ -85,8 +85,7 @@ def side_by_side(n_threads, X, y, args) -> float:
 
 
 def grid_search(n_threads, X, y, args) -> float:
-    search = GridSearchCV(_model(n_threads, args.epochs), {"lr": [1e-3, 3e-3]}, cv=2,
-                          n_jobs=args.jobs)  # fmt: skip
+    search = GridSearchCV(_model(n_threads, args.epochs), {"lr": [1e-3, 3e-3]}, cv=2, n_jobs=args.jobs)
     start = time.perf_counter()
     search.fit(X, y)
     return time.perf_counter() - start

@@ -113,14 +113,15 @@ PUBLIC_SUBPACKAGES = (
     "scorers",
     "plotting",
     "diagnostics",
-    "benchmark",
     "exceptions",
 )
 
 
 def public_names() -> set[str]:
-    """``nescal_sklearn.<sub>.<name>`` for every top-level export and subpackage name."""
+    """``nescal_sklearn.<sub>.<name>`` for every top-level export and subpackage name, and
+    ``nescal_bench.<name>`` for every name of the lab."""
     names = {f"nescal_sklearn.{sub}.{name}" for name, sub in nescal_sklearn._EXPORTS.items()}
+    names.update(f"nescal_bench.{name}" for name in importlib.import_module("nescal_bench").__all__)
     for sub in PUBLIC_SUBPACKAGES:
         module = importlib.import_module(f"nescal_sklearn.{sub}")
         names.update(f"nescal_sklearn.{sub}.{name}" for name in getattr(module, "__all__", ()))

@@ -1,6 +1,6 @@
 """
-Quickstart: NeSCal vs cross-entropy on a local tabular dataset
-==============================================================
+Quickstart: NeSCal vs cross-entropy on a tabular dataset
+========================================================
 
 Fits the same MLP with NeSCal and with plain cross-entropy (early stopping on a
 validation split), plus two scikit-learn anchors, temperature-scales each on the
@@ -10,36 +10,76 @@ temperature scaling. Writes ``OUT/quickstart.md`` (the table) and
 
 Everything used here is public API: ``NeSCalClassifier``, ``CalibratedTemperature``
 around scikit-learn's ``FrozenEstimator``, the metrics of ``nescal_sklearn.metrics``,
-``ReliabilityDisplay``, and the benchmark's dataset and split helpers.
+``ReliabilityDisplay`` and ``make_tabular_preprocessor``. The data is one of
+scikit-learn's bundled sets, or a set of the local suite (a parquet file named in
+``DATA_DIR/manifest.json``). Run from the repository root::
 
-Run from the repository root::
-
-    python examples/quickstart.py --dataset phoneme --out results/quickstart
+    python examples/quickstart.py --dataset breast_cancer --out results/quickstart
+    python examples/quickstart.py --dataset phoneme --data-dir ../shared/data
 """
 
 # %%
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+import sklearn.datasets  # noqa: E402
 from sklearn.ensemble import HistGradientBoostingClassifier  # noqa: E402
 from sklearn.frozen import FrozenEstimator  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
+from sklearn.model_selection import train_test_split  # noqa: E402
 
-from nescal_sklearn import CalibratedTemperature, NeSCalClassifier, ReliabilityDisplay  # noqa: E402
-from nescal_sklearn.benchmark import load_local_dataset, stratified_split  # noqa: E402
+from nescal_sklearn import (  # noqa: E402
+    CalibratedTemperature,
+    NeSCalClassifier,
+    ReliabilityDisplay,
+    make_tabular_preprocessor,
+)
 from nescal_sklearn.metrics import (  # noqa: E402
     brier_score_loss,
     expected_calibration_error,
     log_loss,
 )
+
+#: The datasets bundled with scikit-learn that ``--dataset`` accepts by name.
+BUNDLED = ("breast_cancer", "digits", "iris", "wine")
+
+
+def load(name: str, data_dir: str | None):
+    """Features (a DataFrame) and labels of a bundled set or of a local parquet file."""
+    if name in BUNDLED:
+        return getattr(sklearn.datasets, f"load_{name}")(return_X_y=True, as_frame=True)
+    import pandas as pd
+
+    folder = Path(data_dir or os.environ.get("NESCAL_DATA_DIR", "../shared/data"))
+    entry = next(e for e in json.loads((folder / "manifest.json").read_text()) if e["name"] == name)
+    frame = pd.read_parquet(folder / entry["file"])
+    return frame.drop(columns="target"), frame["target"].astype(str)
+
+
+def split_and_preprocess(X, y, seed: int):
+    """A stratified 60/20/20 split; the preprocessing is fitted on the training rows."""
+    y = np.asarray(y)
+    rest, test = train_test_split(np.arange(len(y)), test_size=0.2, stratify=y, random_state=seed)
+    train, val = train_test_split(rest, test_size=0.25, stratify=y[rest], random_state=seed)
+    preprocess = make_tabular_preprocessor().fit(X.iloc[train])
+
+    def part(rows):
+        return np.asarray(preprocess.transform(X.iloc[rows]), dtype=np.float32), y[rows]
+
+    (X_train, y_train), (X_val, y_val), (X_test, y_test) = part(train), part(val), part(test)
+    return SimpleNamespace(X_train=X_train, y_train=y_train, X_val=X_val, y_val=y_val,
+                           X_test=X_test, y_test=y_test, classes=np.unique(y))  # fmt: skip
 
 
 def evaluate(model, split) -> dict[str, float]:
@@ -55,8 +95,10 @@ def evaluate(model, split) -> dict[str, float]:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description="NeSCal vs cross-entropy on a local dataset.")
-    parser.add_argument("--dataset", default="phoneme", help="name in ../shared/data/manifest.json")
+    parser = argparse.ArgumentParser(description="NeSCal vs cross-entropy on a tabular dataset.")
+    parser.add_argument(
+        "--dataset", default="breast_cancer", help=f"one of {BUNDLED}, or a name in DATA_DIR/manifest.json"
+    )
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-epochs", type=int, default=60)
@@ -66,8 +108,7 @@ def main(argv=None) -> None:
     out.mkdir(parents=True, exist_ok=True)
 
     # %% Data: stratified 60/20/20 split, preprocessing fitted on the training rows.
-    data = load_local_dataset(args.dataset, args.data_dir)
-    split = stratified_split(data.X, data.y.to_numpy(), seed=args.seed)
+    split = split_and_preprocess(*load(args.dataset, args.data_dir), seed=args.seed)
     print(
         f"{args.dataset}: {len(split.y_train)} train / {len(split.y_val)} validation / "
         f"{len(split.y_test)} test rows, {split.X_train.shape[1]} features, "

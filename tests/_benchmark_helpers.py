@@ -20,3 +20,32 @@ def set_default(monkeypatch, function, name, value):
     defaults = list(function.__defaults__)
     defaults[positional.index(name)] = value
     monkeypatch.setattr(function, "__defaults__", tuple(defaults))
+
+
+def table_rows(markdown: str, after: str = "") -> list[list[str]]:
+    """The cells of the first Markdown table after the text ``after`` (header row first)."""
+    text = markdown.split(after, 1)[1] if after else markdown
+    rows, started = [], False
+    for line in text.splitlines():
+        if line.startswith("|"):
+            started = True
+            if not set(line) <= set("|:- "):  # not the separator row
+                rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+        elif started:
+            break
+    return rows
+
+
+def squeeze(markdown: str) -> str:
+    """``DataFrame.to_markdown``'s padded tables as ``| a | b |`` rows and ``|---|---|``."""
+    lines = []
+    for line in markdown.splitlines():
+        if line.startswith("|"):
+            cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+            if all(set(cell) <= set(":-") and cell for cell in cells):
+                cells = ["---"] * len(cells)
+                lines.append("|" + "|".join(cells) + "|")
+                continue
+            line = "| " + " | ".join(cells) + " |"
+        lines.append(line)
+    return "\n".join(lines) + ("\n" if markdown.endswith("\n") else "")

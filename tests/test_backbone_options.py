@@ -137,12 +137,14 @@ def test_backbone_options_need_the_default_module():
 
 
 def test_config_module_by_import_path():
-    from nescal_sklearn.benchmark import ConfigError, LossMethod, TabMModule
+    from nescal_bench import ConfigError, LossMethod, validate_config
+    from nescal_sklearn.nn import TabMModule
 
     method = LossMethod("ce")
-    built = method.build({"module": "nescal_sklearn.benchmark.TabMModule"}, seed=0)
-    assert built.module is TabMModule
-    with pytest.raises(ConfigError, match="torch.nn.Module subclass"):
-        method.check_value("methods[0].params.module", "module", "numpy.ndarray")
-    with pytest.raises(ConfigError, match="cannot import"):
-        method.check_value("methods[0].params.module", "module", "nowhere.Module")
+    for path in ("nescal_sklearn.nn.TabMModule", "nescal_sklearn.benchmark.TabMModule"):  # old path too
+        assert method.build({"module": path}, seed=0).module is TabMModule
+    for value, message in (("numpy.ndarray", "torch.nn.Module subclass"), ("nowhere.Module", "cannot import")):
+        data = {"datasets": [{"sklearn": "iris"}], "recipe": "2026-12-04", "confirm_seeds": [0],
+                "methods": [{"loss": "ce", "params": {"module": value}}]}  # fmt: skip
+        with pytest.raises(ConfigError, match=message):
+            validate_config(data, check_files=False)

@@ -9,6 +9,7 @@ import sys
 
 import numpy as np
 import pytest
+from _benchmark_helpers import table_rows
 from scipy.optimize import minimize_scalar
 from scipy.special import log_softmax, softmax
 from sklearn.base import clone
@@ -19,11 +20,16 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import log_loss
 from sklearn.preprocessing import StandardScaler
 
-from nescal_sklearn.benchmark import ConfigError, plan_run, pool_results, validate_config
-from nescal_sklearn.benchmark._external import ProbmetricsCalibrator
-from nescal_sklearn.benchmark._fit import _fit, execute_fit
-from nescal_sklearn.benchmark._records import record_key
-from nescal_sklearn.benchmark._sources import load_benchmark_data
+from nescal_bench import (
+    ConfigError,
+    ProbmetricsCalibrator,
+    plan_run,
+    results_frame,
+    validate_config,
+)
+from nescal_bench._fit import _fit, execute_fit
+from nescal_bench._records import record_key
+from nescal_bench._sources import load_benchmark_data
 from nescal_sklearn.calibration import CalibratedTemperature
 
 # Floats from BLAS, solvers and stored records: CI runs these again under a second
@@ -62,6 +68,10 @@ def task_split(task):
 
 
 HAS_GUARD = "guard" in CalibratedTemperature().get_params()
+NAME = (
+    "expected a name of letters, digits and '_', '.', '@', '+', '-' that does not start with "
+    "'.', '@', '+' or '-', "
+)
 
 
 # --------------------------------------------------------------------------- labels
@@ -113,29 +123,29 @@ def test_label_names_the_stage_and_unlabelled_entries_keep_their_keys(tmp_path):
         ),
         (
             [{"name": "temperature", "label": "ts plain"}],
-            "calibrators[0].label: expected a name of letters, digits, '_', '-' or '.', "
-            'got "ts plain"',
+            "calibrators[0].label: " + NAME + 'got "ts plain"',
         ),
         (
             [{"name": "temperature", "label": ""}],
-            "calibrators[0].label: expected a name of letters, digits, '_', '-' or '.', got \"\"",
+            "calibrators[0].label: " + NAME + 'got ""',
         ),
         (
             [{"name": "temperature", "label": 3}],
-            "calibrators[0].label: expected a name of letters, digits, '_', '-' or '.', got 3",
+            "calibrators[0].label: " + NAME + "got 3",
         ),
         (
             [{"name": "temperature", "lable": "ts"}],
-            "calibrators[0].lable: unknown key; expected one of ['label', 'name', 'params']",
+            "calibrators[0].lable: unknown key",
         ),
         (
             [{"name": "platt", "label": "ts"}],
-            'calibrators[0].name: expected one of {CALIBRATORS}, got "platt"',
+            "calibrators[0].name: input should be 'temperature', 'vector', 'matrix', 'structured_matrix', "
+            "'isotonic', 'histogram', 'ensemble_temperature', 'probmetrics' or 'sklearn', got \"platt\"",
         ),
     ],
 )
 def test_bad_labels_name_the_entry(tmp_path, calibrators, message):
-    from nescal_sklearn.benchmark._registry import CALIBRATORS
+    from nescal_bench._registry import CALIBRATORS
 
     check_error(tmp_path, calibrators, message.replace("{CALIBRATORS}", str(list(CALIBRATORS))))
 
@@ -241,14 +251,11 @@ def test_probmetrics_method_is_checked_by_the_config(tmp_path):
     pytest.importorskip("probmetrics")
     with pytest.raises(ConfigError) as info:
         config_with(tmp_path, [{"name": "probmetrics", "params": {"method": "ts"}}])
-    message = str(info.value)
-    assert message.startswith(
+    assert str(info.value) == (  # probmetrics' own check of the name (no AST scan of its source)
         "calibrators[0].params.method: The 'method' parameter of ProbmetricsCalibrator must be "
-        "a calibration method of probmetrics' get_calibrator, one of ["
+        "a calibration method of probmetrics' get_calibrator. Got 'ts' instead (Unknown "
+        'calibration method "ts").'
     )
-    assert message.endswith("]. Got 'ts' instead.")
-    for name in ("'ts-mix'", "'temp-scaling'", "'sms'", "'isotonic'"):
-        assert name in message
     check_error(
         tmp_path,
         [{"name": "probmetrics", "params": {"method": ""}}],
@@ -314,7 +321,7 @@ def test_sklearn_calibrator_equals_calibrated_classifier_cv_fitted_directly(tmp_
 
 
 def test_labelled_stages_reach_compare(tmp_path):
-    from nescal_sklearn.benchmark import compare_markdown, run_benchmark
+    from nescal_bench import compare_markdown, run_benchmark
 
     config = config_with(
         tmp_path,
@@ -323,10 +330,10 @@ def test_labelled_stages_reach_compare(tmp_path):
         methods=[LR, {**LR, "name": "lr_weak", "params": {"C": 0.01}}],
     )
     run_benchmark(config, progress=False, report=False)
-    pooled = pool_results([config.output])
-    assert pooled.stages == ["raw", "temperature", "sk_ts"]
+    pooled = results_frame([config.output])
+    assert pooled.attrs["stages"] == ["raw", "temperature", "sk_ts"]
     markdown = compare_markdown(pooled, references=["lr"], best_of=[])
-    assert "| lr_weak | sk_ts |" in markdown
+    assert ["lr_weak", "sk_ts"] in [row[:2] for row in table_rows(markdown, "## Against `lr`")]
 
 
 # --------------------------------------------------------------------------- RealMLP
@@ -386,8 +393,8 @@ def test_realmlp_anchor_runs_through_execute_fit(tmp_path, monkeypatch):
 
 
 def test_a_failing_calibrator_fails_its_stage_only(tmp_path):
-    from nescal_sklearn.benchmark import load_config, run_benchmark
-    from nescal_sklearn.benchmark._records import check_record
+    from nescal_bench import load_config, run_benchmark
+    from nescal_bench._records import check_record
 
     config = config_with(
         tmp_path,
@@ -408,7 +415,7 @@ def test_a_failing_calibrator_fails_its_stage_only(tmp_path):
 
 
 def test_stages_are_measured_in_float64_whatever_the_model_returns():
-    from nescal_sklearn.benchmark._evaluate import aligned_proba
+    from nescal_bench._evaluate import aligned_proba
 
     class Float32Model(LogisticRegression):
         def predict_proba(self, X):

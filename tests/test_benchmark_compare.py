@@ -10,23 +10,25 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _benchmark_helpers import table_rows
 
-from nescal_sklearn.benchmark import (
+from nescal_bench import (
     ScaledRows,
     calibrators_markdown,
     compare_markdown,
     load_config,
-    pool_results,
+    results_frame,
     run_benchmark,
 )
-from nescal_sklearn.benchmark._compare import PooledResults
-from nescal_sklearn.benchmark._stats import (
+from nescal_bench._report import subset
+from nescal_bench._results import _frame, _rows
+from nescal_bench._stats import (
     paired_comparison,
     relative_change,
     wilcoxon_p,
     wins_ties_losses,
 )
-from nescal_sklearn.cli import main
+from nescal_bench.cli import main
 
 
 # --------------------------------------------------------------------------- statistics
@@ -84,13 +86,16 @@ def _records(method: str, nll: list[float], auroc: list[float], accuracy_shift: 
     return out
 
 
-def _pooled(*groups) -> PooledResults:
-    pooled = PooledResults(seeds=[3, 4], stages=["raw", "temperature"])
-    pooled.conditions["ood_far"] = ScaledRows("ood_far")
-    for records in groups:
-        for record in records:
-            pooled.add(record)
-    return pooled
+def _pooled(*groups, stages=("raw", "temperature")):
+    """The results frame of hand-made records (as ``results_frame`` builds it)."""
+    rows = [row for records in groups for record in records for row in _rows(record)]
+    conditions = {"ood_far": ScaledRows("ood_far")}
+    return _frame(rows, stages=list(stages), conditions=conditions, seeds=[3, 4], datasets=[])
+
+
+def rows_of(text: str, after: str) -> list[str]:
+    """The rows of the table after ``after``, as ``| a | b |`` with single spaces."""
+    return ["| " + " | ".join(row) + " |" for row in table_rows(text, after)]
 
 
 def test_counts_medians_and_p_values_against_each_reference():
@@ -102,22 +107,23 @@ def test_counts_medians_and_p_values_against_each_reference():
     )
     text = compare_markdown(pooled)
     assert text.startswith("# Paired comparisons, confirm seeds [3, 4], 3 datasets\n\n")
+    against = rows_of(text, "## Against `ce`")
     for stage in ("raw", "ts"):
-        assert f"| nescal | {stage} | 2/3 | -10.00 % | 0.5 | +1.00 pt |" in text
-        assert f"| same | {stage} | 0/3 | +0.00 % | nan | +0.00 pt |" in text
-    assert "## Against `ce`\n\n| method | stage | lower NLL on | median NLL change |" in text
+        assert f"| nescal | {stage} | 2/3 | -10.00 % | 0.5 | +1.00 pt |" in against
+        assert f"| same | {stage} | 0/3 | +0.00 % | nan | +0.00 pt |" in against
+    assert against[0].startswith("| method | stage | lower NLL on | median NLL change |")
     assert "Against `label_smoothing`" not in text  # absent reference skipped
     assert "better of" not in text  # a single reference present
     # per-dataset mean NLL after TS (best in bold), then raw
-    after_ts = text.split("## Test NLL after temperature scaling, mean over confirm seeds\n")[1]
-    assert "| dataset | ce | nescal | same |\n|---|---|---|---|" in after_ts
+    after_ts = rows_of(text, "## Test NLL after temperature scaling, mean over confirm seeds\n")
+    assert after_ts[0] == "| dataset | ce | nescal | same |"
     assert "| a | 1.0000 | **0.8000** | 1.0000 |" in after_ts
-    raw = text.split("## Raw test NLL (no temperature scaling), mean over confirm seeds\n")[1]
+    raw = rows_of(text, "## Raw test NLL (no temperature scaling), mean over confirm seeds\n")
     assert "| c | 0.4000 | 0.4200 | 0.4000 |" in raw
     ood = compare_markdown(pooled, condition="ood_far")
-    assert "| nescal | raw | 2/3 | +10.00 % | 0.5 | – |" in ood
-    assert "| method | stage | higher AUROC on | median AUROC change |" in ood
-    assert "| b | 0.7000 | **0.8400** | 0.7000 |" in ood  # the higher AUROC in bold
+    assert "| nescal | raw | 2/3 | +10.00 % | 0.5 | – |" in rows_of(ood, "## Against `ce`")
+    assert rows_of(ood, "## Against `ce`")[0].startswith("| method | stage | higher AUROC on | median AUROC change |")
+    assert "| b | 0.7000 | **0.8400** | 0.7000 |" in rows_of(ood, "mean over confirm seeds")  # higher in bold
 
 
 def test_against_a_second_reference_and_the_better_of_both():
@@ -128,8 +134,8 @@ def test_against_a_second_reference_and_the_better_of_both():
         ),
         best_of=(),
     )
-    assert "| label_smoothing | raw | 3/3 | -50.00 % | 0.25 | +0.00 pt |" in two
-    assert "| ce | raw | 0/3 | +100.00 % | 0.25 | +0.00 pt |" in two
+    assert "| label_smoothing | raw | 3/3 | -50.00 % | 0.25 | +0.00 pt |" in rows_of(two, "## Against `ce`")
+    assert "| ce | raw | 0/3 | +100.00 % | 0.25 | +0.00 pt |" in rows_of(two, "## Against `label_smoothing`")
     pooled = _pooled(
         _records("ce", [1.0, 0.5, 0.4], [0.6, 0.7, 0.8]),
         _records("label_smoothing", [0.5, 1.0, 0.4], [0.9, 0.5, 0.8]),
@@ -142,11 +148,11 @@ def test_against_a_second_reference_and_the_better_of_both():
         "The better reference is chosen per dataset and stage in hindsight, which favours "
         "the reference.\n"
     )
-    better_of = compare_markdown(pooled).split(title + note)[1].split("\n## ")[0]
+    better_of = rows_of(compare_markdown(pooled), title + note)
     assert "| nescal | raw | 1/3 | +0.00 % | 1 | +0.00 pt |" in better_of
-    assert "| ce |" not in better_of and "| label_smoothing |" not in better_of
-    far = compare_markdown(pooled, condition="ood_far").split(title + note)[1]
-    assert "| nescal | ts | 1/3 | +0.00 % | 1 | – |" in far.split("\n## ")[0]
+    assert not any(row.startswith(("| ce |", "| label_smoothing |")) for row in better_of)
+    far = rows_of(compare_markdown(pooled, condition="ood_far"), title + note)
+    assert "| nescal | ts | 1/3 | +0.00 % | 1 | – |" in far
 
 
 def test_penalty_status_is_counted():
@@ -155,9 +161,9 @@ def test_penalty_status_is_counted():
         if status is not None:
             record["fit"]["penalty_status"] = status
     text = compare_markdown(_pooled(_records("ce", [1.0, 0.5, 0.4], [0.6, 0.7, 0.8]), records))
-    assert text.endswith(
-        "| method | fits | not penalised |\n|---|---|---|\n| nescal | 5 | 2 (no_graph 2) |\n"
-    )
+    assert rows_of(text, "## Penalty status") == [
+        "| Method | Fits | Not penalised | Why |", "| nescal | 5 | 2 | no_graph 2 |"
+    ]
 
 
 # --------------------------------------------------------------------------- end to end
@@ -202,15 +208,16 @@ def test_compare_reports_only_the_configs_chosen_fits(folders, tmp_path, capsys)
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.endswith(f"\nFigure: {plot}\n")
     assert "## Against `ce`" in out and "removed_method" not in out
     assert "## Against the better of `ce` and `ls`" in out
-    rows = [line for line in out.splitlines() if line.startswith("| ls | raw |")]
+    rows = [row for row in rows_of(out, "## Against `ce`") if row.startswith("| ls | raw |")]
     assert len(rows) == 1 and "/2 |" in rows[0]  # two datasets compared
-    table = out.split("## Test NLL after temperature scaling")[1]
-    assert "| sklearn-iris |" in table and "| sklearn-wine |" in table
+    table = rows_of(out, "## Test NLL after temperature scaling")
+    assert any(r.startswith("| sklearn-iris |") for r in table) and any(r.startswith("| sklearn-wine |") for r in table)
     # the reported ls fits are its chosen point's confirm fits: the report says the same
-    pooled = pool_results([one])
+    pooled = results_frame([one])
     report = json.loads((one / "config.json").read_text())
-    assert pooled.seeds == report["confirm_seeds"] == [1, 2]
-    assert len(pooled.values[("ls", "sklearn-iris")]["clean"]["raw"]["nll"]) == 2
+    assert pooled.attrs["seeds"] == report["confirm_seeds"] == [1, 2]
+    rows = pooled.query("method == 'ls' and dataset == 'sklearn-iris' and condition == 'clean'")
+    assert len(rows.query("stage == 'raw' and metric == 'nll'")) == 2
 
 
 def test_compare_pools_folders_and_counts_a_key_once(folders, capsys):
@@ -222,8 +229,8 @@ def test_compare_pools_folders_and_counts_a_key_once(folders, capsys):
     assert main(["compare", str(one), str(two), "--confirm-seeds", "2"]) == 0
     pooled = capsys.readouterr().out
     assert pooled.startswith("# Paired comparisons, confirm seeds [2], 2 datasets\n")
-    assert re.search(r"\| mdca \| ts \| \d/2 \|", pooled)
-    assert "| dataset | ce | ls | mdca |" in pooled
+    assert any(re.fullmatch(r"\| mdca \| ts \| \d/2 \|.*", r) for r in rows_of(pooled, "## Against `ce`"))
+    assert "| dataset | ce | ls | mdca |" in rows_of(pooled, "mean over confirm seeds")
 
 
 def test_compare_errors(folders, capsys):
@@ -243,7 +250,7 @@ def test_compare_report_and_validate_import_neither_torch_nor_skorch(folders, tm
     config.write_text(json.dumps({**CONFIG, "methods": methods}))
     code = (
         "import sys\n"
-        "from nescal_sklearn.cli import main\n"
+        "from nescal_bench.cli import main\n"
         f"assert main(['compare', {str(one)!r}]) == 0\n"
         f"assert main(['report', {str(one)!r}]) == 0\n"
         f"assert main(['validate', {str(config)!r}]) == 0\n"
@@ -260,23 +267,24 @@ def test_subset_keeps_the_asked_methods_and_stages():
         _records("ce", [1.0, 0.5, 0.4], [0.6, 0.7, 0.8]),
         _records("nescal", [0.8, 0.45, 0.42], [0.66, 0.84, 0.76]),
     )
-    only = pooled.subset(["nescal"], ["temperature"])
-    assert only.methods == ["nescal"] and only.stages == ["temperature"]
-    assert set(only.values[("nescal", "a")]["clean"]) == {"temperature"}
-    assert only.fit_seeds[("nescal", "a")] == [3, 4]
-    assert pooled.stages == ["raw", "temperature"]  # the original is untouched
+    only = subset(pooled, ["nescal"], ["temperature"])
+    assert set(only["method"]) == {"nescal"} and only.attrs["stages"] == ["temperature"]
+    assert set(only.query("dataset == 'a'")["stage"]) == {"temperature"}
+    assert sorted(set(only.query("dataset == 'a'")["seed"])) == [3, 4]
+    assert pooled.attrs["stages"] == ["raw", "temperature"]  # the original is untouched
     with pytest.raises(ValueError, match=re.escape("no stage 'sms' in the results; they have")):
-        pooled.subset(stages=["sms"])
+        subset(pooled, stages=["sms"])
     with pytest.raises(ValueError, match=re.escape("no method 'x' in the results")):
-        pooled.subset(["x"])
+        subset(pooled, ["x"])
 
 
 def test_compare_stages_and_methods_flags(folders, capsys):
     one, _ = folders
     assert main(["compare", str(one), "--stages", "temperature", "--methods", "ls"]) == 0
     out = capsys.readouterr().out
-    assert "| ls | ts |" in out and "| ls | raw |" not in out
-    assert "## Raw test NLL" in out and "| sklearn-iris | – | – |" in out  # no raw stage kept
+    against = rows_of(out, "## Against `ce`")
+    assert any(r.startswith("| ls | ts |") for r in against) and not any(r.startswith("| ls | raw |") for r in against)
+    assert "| sklearn-iris | – | – |" in rows_of(out, "## Raw test NLL")  # no raw stage kept
     assert main(["compare", str(one), "--stages", "platt"]) == 2
     assert "no stage 'platt' in the results" in capsys.readouterr().err
 
@@ -298,20 +306,21 @@ def _calibrated(method, raw, stages):
 
 
 def test_calibrators_table_by_hand():
-    pooled = PooledResults(seeds=[3, 4], stages=["raw", "temperature", "plain"])
-    for record in _calibrated("ce", [1.0, 1.0], {"temperature": [0.9, 1.02], "plain": [0.8, 1.5]}):
-        pooled.add(record)
-    for record in _calibrated("ls", [0.5, 0.5], {"temperature": [0.45, 0.45], "plain": [0.4, 0.6]}):
-        pooled.add(record)
+    pooled = _pooled(
+        _calibrated("ce", [1.0, 1.0], {"temperature": [0.9, 1.02], "plain": [0.8, 1.5]}),
+        _calibrated("ls", [0.5, 0.5], {"temperature": [0.45, 0.45], "plain": [0.4, 0.6]}),
+        stages=("raw", "temperature", "plain"),
+    )
     text = calibrators_markdown(pooled)
+    rows = [r for h in ("per fit", "seed means", "per method (over datasets)") for r in rows_of(text, h)]
     # per fit against raw: temperature -10, +2, -10, -10 %; plain -20, +50, -20, +20 %
-    assert "| temperature | 4 | -10.00 % | 0 | +2.00 % | d / ce / seed 4 |" in text
-    assert "| plain | 4 | +0.00 % | 2 | +50.00 % | d / ce / seed 4 |" in text
+    assert "| temperature | 4 | -10.00 % | 0 | +2.00 % | d / ce / seed 4 |" in rows
+    assert "| plain | 4 | +0.00 % | 2 | +50.00 % | d / ce / seed 4 |" in rows
     # against temperature on seed means: ce 1.15 vs 0.96 (+19.79 %), ls 0.5 vs 0.45 (+11.11 %)
-    assert "| plain | 0/2 | +15.45 % | 0.5 |" in text
-    assert "| raw | 0/2 | +7.64 % | 0.5 |" in text  # ce +4.17 %, ls +11.11 %
+    assert "| plain | 0/2 | +15.45 % | 0.5 |" in rows
+    assert "| raw | 0/2 | +7.64 % | 0.5 |" in rows  # ce +4.17 %, ls +11.11 %
     # per method against raw, seed means: ce 0.96 and 1.15 vs 1.0; ls 0.45 and 0.5 vs 0.5
-    assert "| ce | -4.00 % | +15.00 % |" in text and "| ls | -10.00 % | +0.00 % |" in text
+    assert "| ce | -4.00 % | +15.00 % |" in rows and "| ls | -10.00 % | +0.00 % |" in rows
     with pytest.raises(ValueError, match=re.escape("no calibration stage 'sms'")):
         calibrators_markdown(pooled, reference="sms")
 
@@ -321,6 +330,6 @@ def test_calibrators_command(folders, capsys):
     assert main(["calibrators", str(one), "--methods", "ce"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("# Calibrators side by side, confirm seeds [1, 2], 2 datasets, 1 methods")
-    assert re.search(r"\| temperature \| 4 \| [-+]\d+\.\d\d % \| \d \|", out)
+    assert any(re.fullmatch(r"\| temperature \| 4 \| [-+]\d+\.\d\d % \| \d \|.*", r) for r in rows_of(out, "per fit"))
     assert main(["calibrators", str(one), "--reference", "sms"]) == 2
     assert "no calibration stage 'sms' in the results" in capsys.readouterr().err

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_breast_cancer
 
-from nescal_sklearn.benchmark import (
+from nescal_bench import (
     ConfigError,
     RecordStore,
     load_config,
@@ -87,9 +87,9 @@ def test_a_cross_fitted_method_cannot_have_a_grid():
     data = {**CONFIG, "methods": [{**CONFIG["methods"][1], "grid": {"cv": [3, 4]}}]}
     data["methods"][0]["params"] = {"estimators": [["lr", LR]]}
     message = (
-        "methods[0].grid: a method with fit_on='train+validation' trains on the validation "
+        "methods[0]: a method with fit_on='train+validation' trains on the validation "
         "rows, so no held-out rows are left to choose a grid point on; give it one point "
-        "(params) per method"
+        "(params)"
     )
     with pytest.raises(ConfigError, match=f"^{re.escape(message)}$"):
         validate_config(data)
@@ -97,7 +97,7 @@ def test_a_cross_fitted_method_cannot_have_a_grid():
     with pytest.raises(
         ConfigError,
         match=re.escape(
-            "methods[0].fit_on: expected one of ['train', 'train+validation'], got \"all\""
+            "methods[0].fit_on: input should be 'train' or 'train+validation', got \"all\""
         ),
     ):
         validate_config(bad)

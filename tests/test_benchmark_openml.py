@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from nescal_sklearn.benchmark import (
+from nescal_bench import (
     OpenMLUnavailableError,
     RecordStore,
     dry_run,
     load_config,
     run_benchmark,
 )
-from nescal_sklearn.benchmark._config import OpenMLSettings
-from nescal_sklearn.benchmark._openml import expand_suite, load_openml_task
-from nescal_sklearn.cli import main
+from nescal_bench._config import OpenMLSettings
+from nescal_bench._openml import expand_suite, load_openml_task
+from nescal_bench.cli import main
 
 openml = pytest.importorskip("openml")
 

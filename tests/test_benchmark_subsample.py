@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 from sklearn.model_selection import train_test_split
 
-from nescal_sklearn.benchmark import cap_rows, stratified_split
-from nescal_sklearn.benchmark._data import MIN_ROWS_PER_CLASS
+from nescal_bench import cap_rows, stratified_split
+from nescal_bench._data import MIN_ROWS_PER_CLASS
 
 
 def _imbalanced(n=5000):
@@ -38,7 +38,7 @@ def test_cap_is_the_plain_stratified_subsample_when_no_class_is_short():
 
 
 def test_make_imbalanced_follows_a_geometric_profile():
-    from nescal_sklearn.benchmark import make_imbalanced
+    from nescal_bench import make_imbalanced
 
     y = np.repeat(["a", "b", "c", "d", "e"], [400, 500, 300, 300, 50])
     kept = make_imbalanced(y, 0.01)
@@ -55,7 +55,7 @@ def test_make_imbalanced_follows_a_geometric_profile():
 def test_make_imbalanced_keeps_small_classes_and_checks_the_ratio():
     import pytest
 
-    from nescal_sklearn.benchmark import make_imbalanced
+    from nescal_bench import make_imbalanced
 
     y = np.repeat([0, 1], [1000, 20])
     counts = np.bincount(y[make_imbalanced(y, 0.1)])
@@ -65,9 +65,9 @@ def test_make_imbalanced_keeps_small_classes_and_checks_the_ratio():
 
 
 def test_imbalanced_dataset_entry_loads_long_tailed_and_capped(tmp_path):
-    from nescal_sklearn.benchmark import ImbalancedSource, SklearnSource
-    from nescal_sklearn.benchmark._sources import DataContext, load_benchmark_data
-    from nescal_sklearn.benchmark._specs import OpenMLSettings
+    from nescal_bench import ImbalancedSource, SklearnSource
+    from nescal_bench._config import OpenMLSettings
+    from nescal_bench._sources import DataContext, load_benchmark_data
 
     context = DataContext(None, OpenMLSettings(), 600)
     spec = ImbalancedSource(SklearnSource("digits"), 0.05)

@@ -3,7 +3,7 @@
 Every module of ``nescal_sklearn`` is parsed with :mod:`ast` (nothing is imported) and
 each import, relative ones resolved, is checked against two rules:
 
-* a *room* (a subpackage such as ``metrics``, or ``cli.py``) imports only itself, the
+* a *room* (a subpackage such as ``metrics``) imports only itself, the
   rooms listed for it in :data:`ALLOWED`, and the infrastructure modules
   (:data:`INFRASTRUCTURE`); from the top-level package only ``__version__``;
 * no module imports a private module or a private name (``_name``) of another room:
@@ -11,8 +11,9 @@ each import, relative ones resolved, is checked against two rules:
   ``from ..metrics._binning import curve_from_checked`` is not.
 
 Imports inside functions and ``TYPE_CHECKING`` blocks count like any other; dynamic
-imports through :mod:`importlib` are not seen. Two subprocess checks add what parsing
-cannot show: which third-party libraries a light room pulls in at run time.
+imports through :mod:`importlib` are not seen. Subprocess checks add what parsing cannot
+show: which third-party libraries a light room pulls in at run time. The library never
+imports the lab, ``nescal_bench`` (installed with the ``bench`` extra).
 """
 
 from __future__ import annotations
@@ -58,22 +59,6 @@ ALLOWED: dict[str, frozenset[str]] = {
         }
     ),
     "recommended": frozenset({"estimator", "calibration", "preprocessing"}),
-    "benchmark": frozenset(
-        {
-            "metrics",
-            "nn",
-            "penalties",
-            "graph",
-            "losses",
-            "preprocessing",
-            "estimator",
-            "calibration",
-            "scorers",
-            "plotting",
-            "diagnostics",
-        }
-    ),
-    "cli": frozenset({"benchmark"}),
 }
 
 #: The only names a room may take from the top-level package itself.
@@ -241,3 +226,40 @@ def test_light_rooms_do_not_import_heavy_libraries(code, absent):
         [sys.executable, "-c", program], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+def test_the_library_never_imports_the_lab():
+    found = []
+    for path in _modules():
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            found += [f"{path.relative_to(PACKAGE.parent)}:{node.lineno}" for n in names
+                      if n.split(".")[0] == "nescal_bench"]  # fmt: skip
+    assert found == []
+    program = (
+        "import sys, importlib, nescal_sklearn\n"
+        "for name in nescal_sklearn.__all__: getattr(nescal_sklearn, name)\n"
+        "for sub in ('nn', 'metrics', 'calibration', 'estimator', 'diagnostics', 'plotting'):\n"
+        "    importlib.import_module('nescal_sklearn.' + sub)\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'nescal_bench'))"
+    )
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
+
+
+def test_the_lab_without_its_extra_names_the_install_command():
+    # find_spec answers None for pydantic, as in an install without the bench extra
+    program = (
+        "import importlib.util as util\n"
+        "find = util.find_spec\n"
+        "util.find_spec = lambda name, *a: None if name == 'pydantic' else find(name, *a)\n"
+        "import nescal_bench\n"
+    )
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)
+    assert result.returncode != 0
+    assert result.stderr.strip().splitlines()[-1] == (
+        "ModuleNotFoundError: nescal_bench needs the lab's extra (pydantic missing): "
+        "pip install -e '.[bench]'"
+    )

@@ -44,6 +44,7 @@ from ._calibration_error import (
 )
 from ._debiased import debiased_calibration_error
 from ._local import local_calibration_error
+from ._ood import ood_aupr_in, ood_aupr_out, ood_auroc, ood_fpr_at_tpr, predictive_entropy
 from ._refinement import refinement_log_loss
 
 __all__ = [
@@ -61,6 +62,11 @@ __all__ = [
     "local_calibration_error",
     "log_loss",
     "maximum_calibration_error",
+    "ood_aupr_in",
+    "ood_aupr_out",
+    "ood_auroc",
+    "ood_fpr_at_tpr",
+    "predictive_entropy",
     "refinement_log_loss",
     "reliability_curve",
 ]

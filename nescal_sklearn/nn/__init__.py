@@ -3,6 +3,7 @@
 from ._layers import CategoricalEmbeddings, FrontScale, ParametricActivation, PBLDEmbeddings
 from ._members import ensemble_logits, expand_member_graph, flatten_members, member_log_probs
 from ._mlp import MemberLinear, TabularMLP, build_module
+from ._tabm import TabMModule
 
 __all__ = [
     "CategoricalEmbeddings",
@@ -10,6 +11,7 @@ __all__ = [
     "MemberLinear",
     "PBLDEmbeddings",
     "ParametricActivation",
+    "TabMModule",
     "TabularMLP",
     "build_module",
     "ensemble_logits",

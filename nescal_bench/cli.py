@@ -1,0 +1,225 @@
+"""``nescal-bench``: run, validate, report and compare config-driven benchmarks.
+
+Usage::
+
+    nescal-bench run CONFIG [--dry-run] [--estimate-from RESULTS_DIR ...] [--jobs N]
+                            [--resume] [--offline]
+    nescal-bench report RESULTS_DIR
+    nescal-bench validate CONFIG
+    nescal-bench compare RESULTS_DIR... [--confirm-seeds S ...] [--references M ...]
+                         [--best-of M ...] [--condition NAME] [--metric NAME]
+                         [--methods M ...] [--stages STAGE ...]
+                         [--plot PNG] [--plot-methods M ...]
+    nescal-bench calibrators RESULTS_DIR... [--confirm-seeds S ...] [--methods M ...]
+                             [--reference STAGE] [--tolerance PCT]
+
+Exit status:
+
+* 0 on success;
+* 1 when some fits failed (they are in ``OUTPUT/failures/`` and the report, and
+  ``--resume`` retries them);
+* 2 for a bad config or command line, an unusable output directory (a file, a NUL in
+  the path, no write permission, the data folder), an output directory that holds
+  records without ``--resume`` or is locked by another run, an OpenML task that
+  cannot be loaded (or, with ``--offline``, is not cached), a comparison that cannot be
+  made; nothing is written then (``config.json`` included);
+* 130 when interrupted (Ctrl-C): every finished fit is recorded, the interrupted ones
+  are not, the worker processes are stopped, and ``--resume`` continues.
+
+Warnings (a record file that is not a valid record and was moved aside, confirm seeds
+shared with the search seeds) are printed as ``nescal-bench: warning: ...`` on stderr.
+All the work is done by :mod:`nescal_bench`; this module only parses arguments and
+prints. ``report``, ``compare`` and ``validate`` (for configs without
+``NeSCalClassifier`` methods, whose parameters the library checks) import neither torch
+nor skorch. A config is code: ``run`` imports the import paths it names; ``validate``
+imports only those of nescal_sklearn, nescal_bench, scikit-learn and the ``bench``
+extra, and lists the others.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+
+__all__ = ["main"]
+
+
+_FLAG = {"action": "store_true"}
+_SEEDS = ("--confirm-seeds", {"nargs": "+", "type": int, "metavar": "S",
+                              "help": "confirm seeds to use (default: each folder's own)"})
+_FOLDERS = ("results_dirs", {"nargs": "+", "metavar": "RESULTS_DIR", "help": "results folders (pooled)"})
+_BOTH = ["ce", "label_smoothing"]
+
+#: Each command: its help, then its arguments (name, argparse keywords).
+COMMANDS = {
+    "run": ("run every fit of a config, then write the report", [
+        ("config", {"metavar": "CONFIG", "help": "JSON configuration file"}),
+        ("--dry-run", {**_FLAG, "help": "print the plan and train nothing; the time estimate, if "
+                       "any, comes from the fit times of existing records (--resume, --estimate-from)"}),
+        ("--estimate-from", {"nargs": "+", "default": [], "metavar": "RESULTS_DIR",
+                             "help": "with --dry-run: results folders whose records' fit times give the estimate"}),
+        ("--jobs", {"type": int, "default": 1, "metavar": "N", "help": "parallel fits (joblib)"}),
+        ("--resume", {**_FLAG, "help": "skip fits already recorded"}),
+        ("--offline", {**_FLAG, "help": "load only cached OpenML tasks (an uncached one stops the run)"}),
+    ]),
+    "report": ("(re)write report.md and report.html", [
+        ("results_dir", {"metavar": "RESULTS_DIR", "help": "the 'output' of a run"}),
+    ]),
+    "validate": ("check a config and exit (imports no path outside the lab's packages)", [
+        ("config", {"metavar": "CONFIG", "help": "JSON configuration file"}),
+    ]),
+    "compare": ("paired comparisons of methods across datasets (markdown)", [
+        _FOLDERS, _SEEDS,
+        ("--references", {"nargs": "+", "default": _BOTH, "metavar": "M",
+                          "help": "methods every other is compared with (skipped when absent)"}),
+        ("--best-of", {"nargs": "*", "default": _BOTH, "metavar": "M",
+                       "help": "also compare with the per-dataset better of these methods (none: skip)"}),
+        ("--condition", {"default": "clean", "metavar": "NAME",
+                         "help": "an evaluation condition of the runs (default: the clean test rows)"}),
+        ("--metric", {"metavar": "NAME", "help": "metric compared (default: nll, or the condition's "
+                      "own, e.g. auroc for OOD rows)"}),
+        ("--methods", {"nargs": "+", "metavar": "M",
+                       "help": "compare only these methods (references are added; default: all)"}),
+        ("--stages", {"nargs": "+", "metavar": "STAGE",
+                      "help": "only these stages: raw and calibrator names or labels (default: all)"}),
+        ("--plot", {"metavar": "PNG", "help": "also draw the per-dataset changes against the first "
+                    "reference to this PNG"}),
+        ("--plot-methods", {"nargs": "+", "metavar": "M",
+                            "help": "methods drawn by --plot (default: every method but the references)"}),
+    ]),
+    "calibrators": ("the post-hoc calibrators of a run side by side (markdown)", [
+        _FOLDERS, _SEEDS,
+        ("--methods", {"nargs": "+", "metavar": "M", "help": "only the fits of these methods (default: all)"}),
+        ("--reference", {"default": "temperature", "metavar": "STAGE",
+                         "help": "the calibrator the others are compared with (default: temperature)"}),
+        ("--tolerance", {"type": float, "default": 5.0, "metavar": "PCT",
+                         "help": "a fit is hurt when calibration raises its test NLL by more (default: 5)"}),
+    ]),
+}  # fmt: skip
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="nescal-bench", description="Config-driven calibration benchmarks of nescal_sklearn."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (help_text, arguments) in COMMANDS.items():
+        command = commands.add_parser(name, help=help_text)
+        for argument, keywords in arguments:
+            command.add_argument(argument, **keywords)
+    return parser
+
+
+def _calibrators(args) -> int:
+    from ._report import calibrators_markdown, subset
+    from ._results import results_frame
+
+    frame = subset(results_frame(args.results_dirs, args.confirm_seeds), args.methods)
+    print(calibrators_markdown(frame, reference=args.reference, tolerance=args.tolerance), end="")
+    return 0
+
+
+def _compare(args) -> int:
+    from ._report import compare_markdown, plot_comparison, subset
+    from ._results import results_frame
+
+    pooled = results_frame(args.results_dirs, args.confirm_seeds)
+    if args.methods is not None or args.stages is not None:
+        methods = None
+        if args.methods is not None:
+            have = set(pooled["method"])
+            extra = [m for m in [*args.references, *args.best_of] if m in have]
+            methods = list(dict.fromkeys([*args.methods, *extra]))
+        pooled = subset(pooled, methods, args.stages)
+    under = {"condition": args.condition, "metric": args.metric}
+    print(compare_markdown(pooled, references=args.references, best_of=args.best_of, **under), end="")
+    if args.plot is not None:
+        drawn = args.plot_methods or sorted(set(pooled["method"]) - set(args.references))
+        plot_comparison(pooled, drawn, args.references[0], args.plot, **under)
+        print(f"\nFigure: {args.plot}")
+    return 0
+
+
+def _show_warnings(category: type[Warning]):
+    """A ``warnings.showwarning`` printing ``category`` as ``nescal-bench: warning: ...``."""
+    original = warnings.showwarning
+
+    def show(message, kind, filename, lineno, file=None, line=None):
+        if issubclass(kind, category):
+            print(f"nescal-bench: warning: {message}", file=sys.stderr)
+        else:
+            original(message, kind, filename, lineno, file, line)
+
+    return show
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``nescal-bench``; returns the exit status.
+
+    Examples
+    --------
+    >>> from nescal_bench.cli import main
+    >>> main(["validate", "no/such/config.json"])
+    2
+    """
+    args = _parser().parse_args(argv)
+    from ._base import BenchmarkWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("default", BenchmarkWarning)
+        warnings.showwarning = _show_warnings(BenchmarkWarning)
+        return _main(args)
+
+
+def _main(args) -> int:
+    from ._base import ConfigError, RunError
+    from ._config import load_config
+    from ._openml import OpenMLUnavailableError
+    from ._report import CompareError, write_report
+    from ._runner import dry_run, run_benchmark
+
+    try:
+        if args.command == "report":
+            paths = write_report(args.results_dir)
+            print(f"{paths['headline']}\nReport: {paths['markdown']} and {paths['html']}")
+            return 0
+        if args.command == "compare":
+            return _compare(args)
+        if args.command == "calibrators":
+            return _calibrators(args)
+        config = load_config(args.config, imports=args.command == "run")
+        if args.command == "validate":
+            n_points = sum(len(m.points()) for m in config.methods)
+            print(f"{args.config}: valid ({len(config.datasets)} datasets, {len(config.methods)} methods, "
+                  f"{n_points} grid points, {len(config.calibrators)} calibrators, {len(config.conditions)} conditions)")  # fmt: skip
+            for where, ref in config.deferred:
+                print(f"{where}: {ref!r} is not imported by validate; run imports it (a config is code)")
+            return 0
+        if args.jobs < 1:
+            raise ConfigError("--jobs", f"expected int >= 1, got {args.jobs}")
+        # the settings that the run and its dry run share
+        options = {"jobs": args.jobs, "resume": args.resume, "offline": args.offline}
+        if args.dry_run:
+            print(dry_run(config, **options, estimate_from=args.estimate_from))
+            return 0
+        if args.estimate_from:
+            raise ConfigError("--estimate-from", "only used with --dry-run")
+        summary = run_benchmark(config, **options)
+    except (CompareError, ConfigError, RunError, OpenMLUnavailableError, OSError) as exc:
+        print(f"nescal-bench: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("nescal-bench: interrupted; every finished fit is recorded, rerun with --resume to continue.",
+              file=sys.stderr)  # fmt: skip
+        return 130
+    print(f"{summary.report['headline']}\nReport: {summary.report['markdown']} and {summary.report['html']}")
+    if summary.failures:
+        print(f"{len(summary.failures)} fit(s) failed; see {summary.output / 'failures'} (rerun with --resume to "
+              "retry them).", file=sys.stderr)  # fmt: skip
+        return 1
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

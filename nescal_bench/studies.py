@@ -1,0 +1,107 @@
+"""What the study scripts of ``benchmarks/`` share: run their configs, read a config's
+results as the tidy frame, and the paired table of every method against a reference.
+
+A study is a list of configs and a table specification: which methods against which
+reference, at which stage, with which extra columns. Every number comes from
+:func:`~._results.results_frame`'s rows and :mod:`._stats`.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ._conditions import CLEAN
+from ._config import BenchmarkConfig, validate_config
+from ._figures import plot_changes
+from ._records import RecordStore
+from ._report import render, table
+from ._results import RunResults
+from ._runner import plan_run, run_benchmark
+from ._stats import paired_comparison, unit_table, wins_ties_losses
+
+__all__ = [
+    "config_frame",
+    "load_study_config",
+    "markdown_table",
+    "median",
+    "plot_changes",
+    "run_configs",
+    "stage_label",
+    "versus",
+]
+
+
+def load_study_config(path: Path, quick: dict | None = None, output: Path | None = None, edit=None):
+    """The validated config at ``path``; with ``quick``, its keys replaced by those of
+    ``quick`` (a smoke run), its output moved to ``output`` and ``edit(data)`` applied."""
+    data = json.loads(Path(path).read_text())
+    if quick is not None:
+        data.update(copy.deepcopy(quick), output=str(output))
+        if edit is not None:
+            edit(data)
+    return validate_config(data, default_name=Path(path).stem)
+
+
+def markdown_table(columns: Sequence[str], rows: Sequence[Sequence]) -> str:
+    """A Markdown table of text cells (``DataFrame.to_markdown``)."""
+    return render([table(columns, rows)]).rstrip("\n")
+
+
+def run_configs(configs: Sequence[BenchmarkConfig], *, jobs: int = 1, report: bool = True) -> None:
+    """Run every config, resuming what its output folder already holds."""
+    for config in configs:
+        resume = (Path(config.output) / "records").is_dir()
+        run_benchmark(config, jobs=jobs, resume=resume, stream=sys.stderr, report=report)
+
+
+def config_frame(config: BenchmarkConfig):
+    """The results frame of ``config``'s own fits in its output folder (which other
+    configs may share): the records of its plan, at its chosen grid points."""
+    plan = plan_run(config)
+    folder = Path(config.output)
+    planned = plan.index.keys()
+    store = RecordStore(folder)
+    records = {k: r for k, r in store.load(move=False).items() if k in planned} if store.keys() else {}
+    return RunResults(folder, plan.config, plan.index, records).frame()
+
+
+def stage_label(stage: str) -> str:
+    """``after TS`` for temperature scaling, ``after <stage>`` otherwise."""
+    return "after TS" if stage == "temperature" else f"after {stage}"
+
+
+def versus(frame, reference: str, *, stage: str, metric: str = "nll", tolerance: float = 0.01) -> dict:
+    """Every method's paired comparison with ``reference`` on the seed means per dataset:
+    ``method -> {"comparison", "wtl", "accuracy", "raw"}`` (the raw-stage comparison,
+    and the median accuracy change in points), for the methods sharing a dataset with it."""
+    values = unit_table(frame, [CLEAN], stage, metric)
+    accuracy = unit_table(frame, [CLEAN], stage, "accuracy")
+    raw = unit_table(frame, [CLEAN], "raw", metric)
+    out = {}
+    for method in (m for m in values.columns if m != reference and reference in values):
+        c = paired_comparison(values[method].to_dict(), {reference: values[reference].to_dict()},
+                              greater_is_better=False)  # fmt: skip
+        if c is None:
+            continue
+        mine, theirs = values.loc[c.datasets, method], values.loc[c.datasets, reference]
+        acc = (accuracy.loc[c.datasets, method] - accuracy.loc[c.datasets, reference]).median()
+        out[method] = {
+            "comparison": c,
+            "wtl": wins_ties_losses(mine, theirs, greater_is_better=False, tolerance=tolerance),
+            "accuracy": 100 * float(acc),
+            "raw": paired_comparison(raw[method].to_dict(), {reference: raw[reference].to_dict()},
+                                     greater_is_better=False),  # fmt: skip
+        }
+    return out
+
+
+def median(values) -> float:
+    """The median of ``values`` (NaN when empty)."""
+    values = np.asarray(list(values), dtype=float)
+    return float(np.median(values)) if len(values) else float("nan")
