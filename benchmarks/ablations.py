@@ -88,11 +88,6 @@ def _fixed_warmup(data: dict) -> None:
             method.setdefault("params", {}).setdefault("warmup", 2)
 
 
-def load_factor_config(path: Path, quick: bool, out: Path):
-    """The validated config of one factor (made a smoke run with ``quick``)."""
-    return load_study_config(path, QUICK if quick else None, out / "results", _fixed_warmup)
-
-
 def labels(config) -> dict[str, str]:
     """``method -> setting`` as the tables show it: what each variant sets that the default
     does not, and the default's value of it (the recipe's, where the config states none)."""
@@ -146,20 +141,10 @@ def factor_table(config, frame, stage: str):
     return rows, compared, markdown_table(columns, rows)
 
 
-def draw(compared: dict, order: list[str], path: Path, stage: str) -> Path | None:
-    """The per-dataset change of each variant (and CE) against the default, as a dot plot."""
-    shown = {m: compared[m]["comparison"] for m in order if m in compared}
-    if not shown:
-        return None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(plot_changes(shown, "the default NeSCal", axis_label="test NLL",
-                                  stage_label=stage_label(stage), limit=LIMIT))  # fmt: skip
-    return path
-
-
 def main(argv=None) -> int:
     args = parse_args(argv)
-    configs = {f: load_factor_config(args.configs / f"ablation_{f}.json", args.quick, args.out)
+    quick = QUICK if args.quick else None  # a smoke run into OUT/results
+    configs = {f: load_study_config(args.configs / f"ablation_{f}.json", quick, args.out / "results", _fixed_warmup)
                for f in args.factors}  # fmt: skip
     if not args.no_run:
         run_configs(list(configs.values()), jobs=args.jobs, report=False)  # the folder is shared
@@ -176,10 +161,14 @@ def main(argv=None) -> int:
             sections += [f"## {factor}", "", f"No records of the default in {config.output}.", ""]
             continue
         rows, compared, table = factor_table(config, frame, args.calibrator)
-        figure = draw(compared, [r[0] for r in rows], args.out / f"ablation_{factor}.png", args.calibrator)
         sections += [f"## {factor}", "", f"`{config.name}`: {frame['dataset'].nunique()} datasets, "
                      f"confirm seeds {frame.attrs['seeds']}.", "", table, ""]  # fmt: skip
-        if figure is not None:
+        # the per-dataset change of each variant (and CE) against the default, as a dot plot
+        shown = {r[0]: compared[r[0]]["comparison"] for r in rows if r[0] in compared}
+        if shown:
+            figure = args.out / f"ablation_{factor}.png"
+            figure.write_bytes(plot_changes(shown, "the default NeSCal", axis_label="test NLL",
+                                            stage_label=stage_label(args.calibrator), limit=LIMIT))  # fmt: skip
             sections += [f"![{factor}]({figure.name})", ""]
             print(f"wrote {figure}")
     text = "\n".join(sections)

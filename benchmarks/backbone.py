@@ -32,6 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
+from nescal_bench import CLEAN
+from nescal_bench._stats import unit_table
 from nescal_bench.studies import (
     config_frame,
     load_study_config,
@@ -74,12 +76,12 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def load_config(name: str, quick: bool, out: Path):
     """The validated config ``name`` (a small smoke version with ``quick``)."""
-
-    def keep_quick_methods(data):
-        data["methods"] = [m for m in data["methods"] if m["name"] in QUICK_METHODS]
-
     path = ROOT / "benchmarks" / "configs" / f"{name}.json"
-    return load_study_config(path, QUICK if quick else None, out / "results" / name, keep_quick_methods)
+    return load_study_config(path, QUICK if quick else None, out / "results" / name, _keep_quick_methods)
+
+
+def _keep_quick_methods(data: dict) -> None:
+    data["methods"] = [m for m in data["methods"] if m["name"] in QUICK_METHODS]
 
 
 def tables(config, frame, stage: str) -> tuple[list, str, str]:
@@ -87,8 +89,7 @@ def tables(config, frame, stage: str) -> tuple[list, str, str]:
     tolerance = config.report.tie_tolerance
     fits = frame.drop_duplicates("key")
     speed = (1000 * fits["fit_seconds"] / fits["n_train"]).groupby([fits["method"], fits["dataset"]]).mean().unstack("method")
-    nll = frame[(frame["condition"] == "clean") & (frame["stage"] == stage) & (frame["metric"] == "nll")]
-    nll = nll.pivot_table(index="dataset", columns="method", values="value")
+    nll = unit_table(frame, [CLEAN], stage, "nll")
     vs_hgb = versus(frame, HGB, stage=stage, tolerance=tolerance)
     vs_today = versus(frame, TODAY, stage=stage, tolerance=tolerance)
     rows = []

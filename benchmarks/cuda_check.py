@@ -50,20 +50,17 @@ def main() -> int:
     for name, params in settings.items():
         times, nll = {}, None
         for device in ("cuda", "cpu"):
-            clf = NeSCalClassifier(
-                NeSCalLoss(warmup=5), max_epochs=15, device=device, random_state=0
-            ).set_params(**params)
+            clf = NeSCalClassifier(NeSCalLoss(warmup=5), max_epochs=15, device=device, random_state=0)
+            clf.set_params(**params)
             start = time.perf_counter()
             clf.fit(X_train, y_train)
             if device == "cuda":
                 torch.cuda.synchronize()
             times[device] = time.perf_counter() - start
             if device == "cuda":
-                proba = clf.predict_proba(X_test)
+                proba, status = clf.predict_proba(X_test), clf.penalty_status_
                 nll = log_loss(y_test, proba)
-                status = clf.penalty_status_
-                restored = pickle.loads(pickle.dumps(clf))
-                on_cpu = restored.predict_proba(X_test)
+                on_cpu = pickle.loads(pickle.dumps(clf)).predict_proba(X_test)
                 same = bool(np.allclose(on_cpu, proba, atol=1e-4))
                 failures += not same or not np.isfinite(nll) or status != "penalised"
         print(f"| {name} | {status} | {nll:.4f} | {times['cuda']:.1f} | {times['cpu']:.1f} | "

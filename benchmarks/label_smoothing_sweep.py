@@ -33,6 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
+from nescal_bench.studies import markdown_table, run_configs, save_figure
+
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "benchmarks" / "configs" / "label_smoothing_sweep.json"
 
@@ -47,9 +49,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", type=Path, default=CONFIG, help="the sweep's config")
     parser.add_argument("--jobs", type=int, default=1, help="parallel fits (runner --jobs)")
-    parser.add_argument(
-        "--figures", type=Path, default=ROOT / "docs" / "figures", help="folder of the figures"
-    )
+    parser.add_argument("--figures", type=Path, default=ROOT / "docs" / "figures", help="folder of the figures")
     parser.add_argument("--no-run", action="store_true", help="draw from the existing results only")
     parser.add_argument("--calibrator", default="temperature", help="the post-hoc stage called 'after TS'")
     return parser.parse_args(argv)
@@ -79,9 +79,8 @@ def collect(results, calibrator: str):
     from nescal_bench import pool_reliability
 
     frame = results.frame()
-    means = frame[frame["condition"] == "clean"].pivot_table(
-        index=["dataset", "method"], columns=["stage", "metric"], values="value"
-    )
+    means = frame[frame["condition"] == "clean"].pivot_table(index=["dataset", "method"], columns=["stage", "metric"],
+                                                             values="value")  # fmt: skip
     rows: dict[tuple[str, float], dict] = {}
     references: dict[tuple[str, str], dict] = {}
     for dataset, methods in results.reported().items():
@@ -97,7 +96,10 @@ def collect(results, calibrator: str):
                     if np.isfinite(value):  # a calibrator that failed has no stage
                         summary[f"{metric}_{label}"] = float(value)
             epsilon = sweep_epsilon(records[0])
-            (references if epsilon is None else rows)[(dataset, method) if epsilon is None else (dataset, epsilon)] = summary
+            if epsilon is None:
+                references[(dataset, method)] = summary
+            else:
+                rows[(dataset, epsilon)] = summary
     return rows, references
 
 
@@ -108,11 +110,7 @@ def ceiling(epsilon: float, n_classes: int) -> float:
 
 def table(rows, datasets, epsilons) -> str:
     """The markdown summary table (medians over datasets)."""
-    lines = [
-        "| epsilon | ECE raw | ECE after TS | NLL vs eps 0, raw | NLL vs eps 0, after TS "
-        "| share of the raw NLL increase TS recovers | accuracy change (pp) |",
-        "|---|---|---|---|---|---|---|",
-    ]
+    cells = []
     for epsilon in epsilons:
         have = [d for d in datasets if (d, epsilon) in rows and (d, 0.0) in rows]
         if not have:
@@ -128,16 +126,12 @@ def table(rows, datasets, epsilons) -> str:
             given_up = row["nll_raw"] - base["nll_raw"]
             if epsilon > 0 and given_up > 0 and "nll_ts" in row and "nll_ts" in base:
                 recovered.append(1 - (row["nll_ts"] - base["nll_ts"]) / given_up)
-        share = (
-            f"{100 * np.median(recovered):.0f} % ({len(recovered)} datasets)"
-            if recovered
-            else "— (no dataset's raw NLL rose)"
-        )
-        lines.append(
-            f"| {epsilon:g} | {ece_raw:.4f} | {ece_ts:.4f} | {np.median(change_raw):+.2f} % "
-            f"| {np.nanmedian(change_ts):+.2f} % | {share} | {np.median(accuracy):+.2f} |"
-        )
-    return "\n".join(lines)
+        share = (f"{100 * np.median(recovered):.0f} % ({len(recovered)} datasets)" if recovered
+                 else "— (no dataset's raw NLL rose)")  # fmt: skip
+        cells.append([f"{epsilon:g}", f"{ece_raw:.4f}", f"{ece_ts:.4f}", f"{np.median(change_raw):+.2f} %",
+                      f"{np.nanmedian(change_ts):+.2f} %", share, f"{np.median(accuracy):+.2f}"])  # fmt: skip
+    return markdown_table(["epsilon", "ECE raw", "ECE after TS", "NLL vs eps 0, raw", "NLL vs eps 0, after TS",
+                           "share of the raw NLL increase TS recovers", "accuracy change (pp)"], cells)  # fmt: skip
 
 
 def draw(rows, references, datasets, epsilons, figures: Path) -> list[Path]:
@@ -156,8 +150,7 @@ def draw(rows, references, datasets, epsilons, figures: Path) -> list[Path]:
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
     for ax, label, title in zip(axes, ("raw", "ts"), ("raw", "after TS"), strict=True):
         curves = np.array([series(d, f"ece_{label}") for d in datasets])
-        for curve in curves:
-            ax.plot(xs, curve, color="0.75", lw=0.8)
+        ax.plot(xs, curves.T, color="0.75", lw=0.8)
         ax.plot(xs, np.nanmedian(curves, axis=0), "o-", color="C0", lw=2, label="median")
         ref = [v[f"ece_{label}"] for v in references.values() if f"ece_{label}" in v]
         if ref:
@@ -165,7 +158,7 @@ def draw(rows, references, datasets, epsilons, figures: Path) -> list[Path]:
         ax.set(title=f"test ECE, {title}", xlabel="label smoothing epsilon", yscale="log")
         ax.legend()
     axes[0].set_ylabel("ECE (15 bins; grey: one dataset)")
-    written.append(save(fig, figures / "label_smoothing_ece.png"))
+    written.append(save_figure(fig, figures / "label_smoothing_ece.png"))
 
     # 2. NLL against epsilon, per dataset, with the floor
     n, cols = len(datasets), min(5, len(datasets))
@@ -184,19 +177,18 @@ def draw(rows, references, datasets, epsilons, figures: Path) -> list[Path]:
     axes[0, 0].legend(fontsize=7)
     fig.supxlabel("label smoothing epsilon")
     fig.supylabel("test NLL (nats)")
-    written.append(save(fig, figures / "label_smoothing_nll.png"))
+    written.append(save_figure(fig, figures / "label_smoothing_nll.png"))
 
     # 3. accuracy change against epsilon
     fig, ax = plt.subplots(figsize=(5.5, 4))
     changes = np.array([100 * (series(d, "accuracy_raw") - series(d, "accuracy_raw")[0]) for d in datasets])
-    for curve in changes:
-        ax.plot(xs, curve, color="0.75", lw=0.8)
+    ax.plot(xs, changes.T, color="0.75", lw=0.8)
     ax.plot(xs, np.nanmedian(changes, axis=0), "o-", color="C0", lw=2, label="median")
     ax.axhline(0, color="k", lw=0.8)
     ax.set(xlabel="label smoothing epsilon", ylabel="test accuracy change vs epsilon 0 (pp)",
            title="accuracy (grey: one dataset)")  # fmt: skip
     ax.legend()
-    written.append(save(fig, figures / "label_smoothing_accuracy.png"))
+    written.append(save_figure(fig, figures / "label_smoothing_accuracy.png"))
 
     # 4. reliability curves at three epsilons, truncated at each ceiling
     chosen_eps = sorted({min(epsilons, key=lambda e: abs(e - t)) for t in RELIABILITY_EPSILONS})
@@ -219,28 +211,18 @@ def draw(rows, references, datasets, epsilons, figures: Path) -> list[Path]:
         ax.set(title=f"{dataset} (K={row['n_classes']})", xlabel="confidence", xlim=(0, 1.01), ylim=(0, 1.01))
         ax.legend(fontsize=7, loc="upper left")
     axes[0, 0].set_ylabel("accuracy (dotted: ceiling 1-e+e/K)")
-    written.append(save(fig, figures / "label_smoothing_reliability.png"))
+    written.append(save_figure(fig, figures / "label_smoothing_reliability.png"))
     return written
-
-
-def save(fig, path: Path) -> Path:
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
-    return path
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    from nescal_bench import load_config, load_results, run_benchmark
+    from nescal_bench import load_config, load_results
 
     config = load_config(args.config)
     output = Path(config.output)
     if not args.no_run:
-        resume = (output / "records").is_dir()
-        run_benchmark(config, jobs=args.jobs, resume=resume, stream=sys.stderr)
+        run_configs([config], jobs=args.jobs)
     results = load_results(output)
     rows, references = collect(results, args.calibrator)
     if not rows:
@@ -250,12 +232,8 @@ def main(argv=None) -> int:
     epsilons = sorted({e for _, e in rows})
     for path in draw(rows, references, datasets, epsilons, args.figures):
         print(f"wrote {path}")
-    print(
-        f"\n{len(datasets)} datasets, seeds {list(results.config.confirm_seeds)}, "
-        f"'after TS' = {args.calibrator}\n"
-    )
-    print(table(rows, datasets, epsilons))
-    print()
+    print(f"\n{len(datasets)} datasets, seeds {list(results.config.confirm_seeds)}, 'after TS' = {args.calibrator}\n")
+    print(f"{table(rows, datasets, epsilons)}\n")
     for stage, label in (("raw", "raw"), ("ts", "after TS")):
         print(u_shape(rows, datasets, epsilons, stage, label))
     return 0
@@ -269,11 +247,8 @@ def u_shape(rows, datasets, epsilons, stage: str, label: str) -> str:
         if not np.all(np.isnan(curve)):
             where.append(epsilons[int(np.nanargmin(curve))])
     interior = sum(epsilons[0] < e < epsilons[-1] for e in where)
-    return (
-        f"ECE {label}: lowest at an interior epsilon (U-shape) on {interior} of {len(where)} "
-        f"datasets, at epsilon {epsilons[0]:g} on {where.count(epsilons[0])}, at "
-        f"{epsilons[-1]:g} on {where.count(epsilons[-1])}"
-    )
+    return (f"ECE {label}: lowest at an interior epsilon (U-shape) on {interior} of {len(where)} datasets, at "
+            f"epsilon {epsilons[0]:g} on {where.count(epsilons[0])}, at {epsilons[-1]:g} on {where.count(epsilons[-1])}")
 
 
 if __name__ == "__main__":

@@ -49,33 +49,23 @@ from nescal_sklearn.penalties import NeighbourhoodSmoothing
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="NeSCal vs CE: epoch time, predict time, size.")
-    parser.add_argument("--rows", type=int, default=20000)
-    parser.add_argument("--features", type=int, default=50)
-    parser.add_argument("--classes", type=int, default=10)
-    parser.add_argument("--epochs", type=int, default=10)
-    parser.add_argument("--warmup", type=int, default=2)
-    parser.add_argument("--neighbors", type=int, default=10)
+    for name, default in (("rows", 20000), ("features", 50), ("classes", 10), ("epochs", 10), ("warmup", 2),
+                          ("neighbors", 10)):  # fmt: skip
+        parser.add_argument(f"--{name}", type=int, default=default)
     parser.add_argument("--aggregation", default="pairwise", choices=["pairwise", "mean"])
     parser.add_argument("--repeats", type=int, default=30, help="predict_proba timing repeats")
     parser.add_argument("--rounds", type=int, default=2, help="fits of each method, run in rotation")
-    parser.add_argument(
-        "--threads", type=int, default=1,
-        help="torch threads (0: torch's default); one thread keeps the ratios steady",
-    )  # fmt: skip
-    parser.add_argument(
-        "--loss-call", action="store_true",
-        help="time the loss call alone (µs per forward + backward, batch --batch-size)",
-    )  # fmt: skip
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads (0: torch's default); one thread keeps the ratios steady")
+    parser.add_argument("--loss-call", action="store_true",
+                        help="time the loss call alone (µs per forward + backward, batch --batch-size)")
     parser.add_argument("--batch-size", type=int, default=256, help="batch of --loss-call")
-    parser.add_argument(
-        "--refinement", action="store_true",
-        help="time the refinement criterion's temperature solve against the epoch",
-    )  # fmt: skip
+    parser.add_argument("--refinement", action="store_true",
+                        help="time the refinement criterion's temperature solve against the epoch")  # fmt: skip
     parser.add_argument("--quick", action="store_true", help="tiny smoke run")
     args = parser.parse_args(argv)
     if args.quick:
-        args.rows, args.features, args.epochs, args.warmup, args.repeats = 600, 10, 4, 1, 2
-        args.rounds = 1
+        args.rows, args.features, args.epochs, args.warmup, args.repeats, args.rounds = 600, 10, 4, 1, 2, 1
     return args
 
 
@@ -98,8 +88,7 @@ def best_times(fns: dict, repeats: int, calls: int = 1) -> dict:
 def loss_call(args) -> int:
     """µs per loss call (CE + penalty, forward + backward) of each variant, and CE alone."""
     gen = torch.Generator().manual_seed(0)
-    n, n_classes, k, batch = args.rows, args.classes, args.neighbors, args.batch_size
-    batch = min(batch, n)
+    n, n_classes, k, batch = args.rows, args.classes, args.neighbors, min(args.batch_size, args.rows)
     neighbors = torch.randint(0, n, (n, k), generator=gen)
     initial = torch.log_softmax(3.0 * torch.randn(n, n_classes, generator=gen), dim=1)
     similarities = torch.rand(n, k, generator=gen)
@@ -129,8 +118,7 @@ def loss_call(args) -> int:
         return run
 
     fns = {"cross-entropy alone": step(None)}
-    for name, kwargs in variants.items():
-        fns[name] = step(NeighbourhoodSmoothing(neighbors, initial, **kwargs))
+    fns.update({name: step(NeighbourhoodSmoothing(neighbors, initial, **kw)) for name, kw in variants.items()})
     best = best_times(fns, repeats=max(args.repeats * 4, 8))
     base = best["cross-entropy alone"]
     print(f"loss call, forward + backward: batch {batch}, {n_classes} classes, k={k}, "
@@ -148,8 +136,7 @@ def refinement_cost(X, y, args) -> int:
         loss="ce", max_epochs=args.epochs, early_stopping="refinement",
         patience=args.epochs, random_state=0,
     ).fit(X, y)  # fmt: skip
-    solve = np.array(clf.history_[:, "refinement_seconds"])
-    epoch = np.array(clf.history_[:, "dur"])
+    solve, epoch = np.array(clf.history_[:, "refinement_seconds"]), np.array(clf.history_[:, "dur"])
     n_val = int(np.ceil(clf.check_params()["validation_fraction"] * len(y)))
     print(f"data: {args.rows} rows x {args.features} features, {args.classes} classes "
           f"({n_val} validation rows); default MLP, CE, {args.epochs} epochs; "
@@ -176,10 +163,8 @@ def main(argv=None) -> int:
     if args.refinement:
         return refinement_cost(X, y, args)
     losses = {
-        "js": lambda: ExperimentalNeSCalLoss(
-            warmup=args.warmup, n_neighbors=args.neighbors, aggregation=args.aggregation,
-            divergence="js", weight=1.0,
-        ),  # fmt: skip
+        "js": lambda: ExperimentalNeSCalLoss(warmup=args.warmup, n_neighbors=args.neighbors,
+                                             aggregation=args.aggregation, divergence="js", weight=1.0),
         "nescal": lambda: NeSCalLoss(warmup=args.warmup, n_neighbors=args.neighbors),
         "ce": lambda: "ce",
     }
@@ -194,11 +179,7 @@ def main(argv=None) -> int:
             fastest[name] = min(fastest[name], float(np.min(fitted[name].history_[after, "dur"])))
     nescal, ce = fitted["nescal"], fitted["ce"]
     graph_row = nescal.history_[args.warmup]
-    predict = best_times(
-        {"nescal": lambda: nescal.predict_proba(X), "ce": lambda: ce.predict_proba(X)},
-        args.repeats,
-    )
-    size_nescal, size_ce = len(pickle.dumps(nescal)), len(pickle.dumps(ce))
+    predict = best_times({"nescal": lambda: nescal.predict_proba(X), "ce": lambda: ce.predict_proba(X)}, args.repeats)
     print(f"data: {args.rows} rows x {args.features} features, {args.classes} classes; "
           f"default MLP; k={args.neighbors}; NeSCal = default soft target, JS = the "
           f"paper's penalty ({args.aggregation}); {torch.get_num_threads()} thread(s), "
@@ -208,7 +189,7 @@ def main(argv=None) -> int:
         ("fastest epoch s after warm-up (default)", fastest["nescal"], fastest["ce"]),
         (f"fastest epoch s after warm-up (JS {args.aggregation})", fastest["js"], fastest["ce"]),
         ("predict_proba seconds (best of repeats)", predict["nescal"], predict["ce"]),
-        ("pickle bytes of the fitted estimator", size_nescal, size_ce),
+        ("pickle bytes of the fitted estimator", len(pickle.dumps(nescal)), len(pickle.dumps(ce))),
     ]
     for name, a, b in rows:
         print(f"{name:42s} {a:10.4g} {b:10.4g} {a / b:7.3f}")

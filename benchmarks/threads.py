@@ -57,31 +57,24 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
-def _model(n_threads, epochs: int, lr: float = 1e-3) -> NeSCalClassifier:
-    return NeSCalClassifier(
-        loss="ce", early_stopping=False, max_epochs=epochs, lr=lr, n_threads=n_threads,
-        random_state=0,
-    )  # fmt: skip
-
-
-def _fit_seconds(n_threads, X, y, epochs: int) -> float:
-    start = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        _model(n_threads, epochs).fit(X, y)
-    return time.perf_counter() - start
+def _model(n_threads, epochs: int) -> NeSCalClassifier:
+    return NeSCalClassifier(loss="ce", early_stopping=False, max_epochs=epochs, lr=1e-3, n_threads=n_threads,
+                            random_state=0)  # fmt: skip
 
 
 def alone(n_threads, X, y, args) -> float:
-    return _fit_seconds(n_threads, X, y, args.epochs)
+    """Seconds of one fit."""
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _model(n_threads, args.epochs).fit(X, y)
+    return time.perf_counter() - start
 
 
 def side_by_side(n_threads, X, y, args) -> float:
     """Wall time of the slowest of ``--jobs`` simultaneous fits (each one's own fit time)."""
-    times = Parallel(n_jobs=args.jobs, backend="loky")(
-        delayed(_fit_seconds)(n_threads, X, y, args.epochs) for _ in range(args.jobs)
-    )
-    return max(times)
+    jobs = (delayed(alone)(n_threads, X, y, args) for _ in range(args.jobs))
+    return max(Parallel(n_jobs=args.jobs, backend="loky")(jobs))
 
 
 def grid_search(n_threads, X, y, args) -> float:
@@ -96,15 +89,11 @@ SETTINGS = {"alone": alone, "side by side": side_by_side, "grid search": grid_se
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    X, y = make_classification(
-        n_samples=args.rows, n_features=args.features, n_informative=args.features // 2,
-        n_classes=3, random_state=0,
-    )  # fmt: skip
+    X, y = make_classification(n_samples=args.rows, n_features=args.features, n_informative=args.features // 2,
+                               n_classes=3, random_state=0)  # fmt: skip
     X = X.astype(np.float32)
-    print(
-        f"{args.rows} rows x {args.features} features, {args.epochs} CE epochs, "
-        f"{os.cpu_count()} cores, {args.jobs} jobs side by side, best of {args.rounds} rounds"
-    )
+    print(f"{args.rows} rows x {args.features} features, {args.epochs} CE epochs, "
+          f"{os.cpu_count()} cores, {args.jobs} jobs side by side, best of {args.rounds} rounds")
     # An untimed warm-up of every setting: imports, torch's first calls, loky's workers.
     warm = argparse.Namespace(**{**vars(args), "epochs": 1})
     for run in SETTINGS.values():
@@ -114,9 +103,8 @@ def main(argv=None) -> int:
     for _ in range(args.rounds):
         for setting, run in SETTINGS.items():
             for n_threads in (1, None):
-                seconds = run(n_threads, X, y, args)
                 key = (setting, n_threads)
-                best[key] = min(best.get(key, np.inf), seconds)
+                best[key] = min(best.get(key, np.inf), run(n_threads, X, y, args))
     print(f"{'setting':<14} {'n_threads=1':>12} {'n_threads=None':>15} {'ratio None/1':>13}")
     for setting in SETTINGS:
         one, default = best[(setting, 1)], best[(setting, None)]

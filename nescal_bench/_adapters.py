@@ -18,6 +18,7 @@ an ImportError saying how to install them. (``TabMModule`` is the library's:
 
 from __future__ import annotations
 
+import importlib
 import inspect
 from numbers import Integral, Real
 
@@ -33,30 +34,37 @@ __all__ = ["LightGBMClassifier", "ProbmetricsCalibrator", "calibrator_summary"]
 INSTALL_HINT = 'pip install -e ".[bench]"'
 
 
-def _import_lightgbm():
-    """``lightgbm``, or an ImportError saying how to install it."""
+def _import(module: str, user: str):
+    """``module``, or an ImportError saying that ``user`` needs its package and how to
+    install it."""
+    package = module.split(".")[0]
     try:
-        import lightgbm
+        return importlib.import_module(module)
     except ImportError as exc:
         raise ImportError(
-            "LightGBMClassifier needs the lightgbm package, which is not installed "
-            f"({exc}); install it with `pip install lightgbm` or with the benchmark "
-            f"extras, `{INSTALL_HINT}`"
+            f"{user} needs the {package} package, which is not installed ({exc}); install it "
+            f"with `pip install {package}` or with the benchmark extras, `{INSTALL_HINT}`"
         ) from exc
-    return lightgbm
+
+
+def _import_lightgbm():
+    return _import("lightgbm", "LightGBMClassifier")
 
 
 def _import_probmetrics_calibrators():
-    """``probmetrics.calibrators``, or an ImportError saying how to install it."""
-    try:
-        import probmetrics.calibrators as calibrators
-    except ImportError as exc:
-        raise ImportError(
-            "the 'probmetrics' calibrator needs the probmetrics package, which is not "
-            f"installed ({exc}); install it with `pip install probmetrics` or with the "
-            f"benchmark extras, `{INSTALL_HINT}`"
-        ) from exc
-    return calibrators
+    return _import("probmetrics.calibrators", "the 'probmetrics' calibrator")
+
+
+def _encode(classes: np.ndarray, y, message: str) -> np.ndarray:
+    """``y`` as column indices of ``classes``; for a label not in them, a ValueError of
+    ``message`` formatted with the unknown labels and the classes."""
+    y = np.asarray(y)
+    encoded = np.searchsorted(classes, y)
+    inside = encoded < len(classes)
+    if not np.all(inside) or not np.array_equal(classes[encoded[inside]], y[inside]):
+        unknown = sorted(set(y.tolist()) - set(classes.tolist()))
+        raise ValueError(message.format(unknown, classes.tolist()))
+    return encoded
 
 
 class LightGBMClassifier(ClassifierMixin, BaseEstimator):
@@ -149,19 +157,9 @@ class LightGBMClassifier(ClassifierMixin, BaseEstimator):
         "random_state": ["random_state"],
     }
 
-    def __init__(
-        self,
-        *,
-        n_estimators: int = 1000,
-        learning_rate: float = 0.05,
-        num_leaves: int = 31,
-        min_child_samples: int = 20,
-        subsample: float = 1.0,
-        colsample_bytree: float = 1.0,
-        early_stopping_rounds: int | None = 50,
-        n_threads: int | None = None,
-        random_state=None,
-    ) -> None:
+    def __init__(self, *, n_estimators: int = 1000, learning_rate: float = 0.05, num_leaves: int = 31,
+                 min_child_samples: int = 20, subsample: float = 1.0, colsample_bytree: float = 1.0,
+                 early_stopping_rounds: int | None = 50, n_threads: int | None = None, random_state=None) -> None:  # fmt: skip
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.num_leaves = num_leaves
@@ -181,19 +179,6 @@ class LightGBMClassifier(ClassifierMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True  # LightGBM routes missing values itself
         return tags
-
-    def _encode(self, y, name: str) -> np.ndarray:
-        """``y`` as column indices of ``classes_``; ValueError for an unknown label."""
-        y = np.asarray(y)
-        encoded = np.searchsorted(self.classes_, y)
-        inside = encoded < len(self.classes_)
-        if not np.all(inside) or not np.array_equal(self.classes_[encoded[inside]], y[inside]):
-            unknown = sorted(set(y.tolist()) - set(self.classes_.tolist()))
-            raise ValueError(
-                f"{name} has labels {unknown} that are not in y; the classes of y are "
-                f"{self.classes_.tolist()}"
-            )
-        return encoded
 
     def fit(self, X, y, X_val=None, y_val=None, sample_weight=None):
         """Train the trees, stopping early on ``(X_val, y_val)`` when given.
@@ -234,24 +219,16 @@ class LightGBMClassifier(ClassifierMixin, BaseEstimator):
         if sample_weight is not None:
             sample_weight = _check_sample_weight(sample_weight, X, ensure_non_negative=True)
         metric = "binary_logloss" if len(self.classes_) == 2 else "multi_logloss"
-        model = lightgbm.LGBMClassifier(
-            n_estimators=self.n_estimators,
-            learning_rate=self.learning_rate,
-            num_leaves=self.num_leaves,
-            min_child_samples=self.min_child_samples,
-            subsample=self.subsample,
-            subsample_freq=1 if self.subsample < 1 else 0,
-            colsample_bytree=self.colsample_bytree,
-            random_state=self.random_state,
-            n_jobs=1 if self.n_threads is None else self.n_threads,
-            metric=metric,
-            verbose=-1,
-        )
+        same = ("n_estimators", "learning_rate", "num_leaves", "min_child_samples", "subsample", "colsample_bytree",
+                "random_state")  # fmt: skip
+        model = lightgbm.LGBMClassifier(**{name: getattr(self, name) for name in same},
+                                        subsample_freq=1 if self.subsample < 1 else 0, metric=metric, verbose=-1,
+                                        n_jobs=1 if self.n_threads is None else self.n_threads)  # fmt: skip
         stops = X_val is not None and self.early_stopping_rounds is not None
         fit_params: dict = {"sample_weight": sample_weight}
         if stops:
             X_val = validate_data(self, X_val, reset=False, ensure_all_finite="allow-nan")
-            y_val = self._encode(y_val, "y_val")
+            y_val = _encode(self.classes_, y_val, "y_val has labels {} that are not in y; the classes of y are {}")
             # lightgbm >= 4.7 deprecates eval_set for eval_X / eval_y.
             if "eval_X" in inspect.signature(lightgbm.LGBMModel.fit).parameters:
                 fit_params.update(eval_X=(X_val,), eval_y=(y_val,))
@@ -407,15 +384,7 @@ class ProbmetricsCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         self._validate_params()
         calibrators = _import_probmetrics_calibrators()
         classes = np.asarray(self.estimator.classes_)
-        y = np.asarray(y)
-        encoded = np.searchsorted(classes, y)
-        inside = encoded < len(classes)
-        if not np.all(inside) or not np.array_equal(classes[encoded[inside]], y[inside]):
-            unknown = sorted(set(y.tolist()) - set(classes.tolist()))
-            raise ValueError(
-                f"y has labels {unknown} that the estimator was not fitted on; its classes "
-                f"are {classes.tolist()}"
-            )
+        encoded = _encode(classes, y, "y has labels {} that the estimator was not fitted on; its classes are {}")
         proba = _probabilities(self.estimator.predict_proba(X))
         calibrator = calibrators.get_calibrator(self.method)
         self.calibrator_ = calibrator.fit(proba, encoded.astype(np.int64))

@@ -664,16 +664,8 @@ class HeldOutClass(OODCondition):
         """The split without the held-out class (training, validation and test rows)."""
         label = self.held_out(split)
         train, val, test = split.y_train != label, split.y_val != label, split.y_test != label
-        return Split(
-            X_train=split.X_train[train],
-            y_train=split.y_train[train],
-            X_val=split.X_val[val],
-            y_val=split.y_val[val],
-            X_test=split.X_test[test],
-            y_test=split.y_test[test],
-            classes=split.classes[split.classes != label],
-            layout=split.layout,
-        )
+        return Split(split.X_train[train], split.y_train[train], split.X_val[val], split.y_val[val],
+                     split.X_test[test], split.y_test[test], split.classes[split.classes != label], split.layout)
 
     def apply(self, context, rng):
         """The test rows of the held-out class."""
@@ -682,20 +674,9 @@ class HeldOutClass(OODCondition):
 #: Configuration ``kind`` of a condition -> its class.
 CONDITIONS: dict[str, type[Condition]] = {
     cls.kind: cls
-    for cls in (
-        GaussianNoise,
-        MissingEntries,
-        ShuffledColumns,
-        ScaledRows,
-        FeatureNoise,
-        MissingValues,
-        ScaleDrift,
-        CategorySwap,
-        PCShift,
-        ForeignRows,
-        HeldOutClass,
-    )
-}
+    for cls in (GaussianNoise, MissingEntries, ShuffledColumns, ScaledRows, FeatureNoise, MissingValues,
+                ScaleDrift, CategorySwap, PCShift, ForeignRows, HeldOutClass)
+}  # fmt: skip
 
 
 def _entries(i: int, entry: dict) -> list[dict]:

@@ -99,10 +99,8 @@ class Splits(_Model):
     def _sums_to_one(self) -> Splits:
         total = self.train + self.validation + self.test
         if not math.isclose(total, 1.0, abs_tol=1e-9):
-            raise ValueError(
-                f"expected train + validation + test == 1, got {self.train:g} + "
-                f"{self.validation:g} + {self.test:g} = {total:g}"
-            )
+            raise ValueError(f"expected train + validation + test == 1, got {self.train:g} + "
+                             f"{self.validation:g} + {self.test:g} = {total:g}")  # fmt: skip
         return self
 
 
@@ -188,10 +186,8 @@ class DatasetEntry(_Model):
     def _one_source(self) -> DatasetEntry:
         given = [key for key in (*SOURCES, "suite") if getattr(self, key) is not None]
         if len(given) != 1:
-            raise ValueError(
-                f"expected an object with exactly one of the keys {[*SOURCES, 'suite']} (and "
-                f"optionally 'imbalance'), got {show(self.model_dump(exclude_none=True))}"
-            )
+            raise ValueError(f"expected an object with exactly one of the keys {[*SOURCES, 'suite']} (and "
+                             f"optionally 'imbalance'), got {show(self.model_dump(exclude_none=True))}")  # fmt: skip
         if self.imbalance is not None and given[0] not in ("local", "sklearn", "suite"):
             raise ValueError(f"only local and scikit-learn datasets can be made imbalanced; got {given[0]!r}")
         return self
@@ -221,17 +217,13 @@ class MethodEntry(_Model):
     @model_validator(mode="after")
     def _one_kind(self) -> MethodEntry:
         if (self.loss is None) == (self.estimator is None):
-            raise ValueError(
-                "expected an object with exactly one of the keys 'loss' and 'estimator', "
-                f"got {show(self.model_dump(exclude_defaults=True))}"
-            )
+            raise ValueError("expected an object with exactly one of the keys 'loss' and 'estimator', "
+                             f"got {show(self.model_dump(exclude_defaults=True))}")  # fmt: skip
         for name in sorted(set(self.params) & set(self.grid)):
             raise ValueError(f"{name!r} is given in params and in grid; give it in one place")
         if self.fit_on != "train" and self.grid:
-            raise ValueError(
-                f"a method with fit_on={self.fit_on!r} trains on the validation rows, so no "
-                "held-out rows are left to choose a grid point on; give it one point (params)"
-            )
+            raise ValueError(f"a method with fit_on={self.fit_on!r} trains on the validation rows, so no held-out "
+                             "rows are left to choose a grid point on; give it one point (params)")  # fmt: skip
         return self
 
 
@@ -358,20 +350,14 @@ def check_output_path(output: str, data_folder: str | None = None) -> None:
     while not existing.exists() and existing.parent != existing:
         existing = existing.parent
     if existing != target and not existing.is_dir():
-        raise ConfigError(
-            "output",
-            f"{output!r} cannot be created: {str(existing)!r} is in its path, and it is a "
-            "file, not a directory",
-        )
+        raise ConfigError("output", f"{output!r} cannot be created: {str(existing)!r} is in its path, and it is a "
+                                    "file, not a directory")  # fmt: skip
     if existing.is_dir() and not os.access(existing, os.W_OK | os.X_OK):
         raise ConfigError("output", f"{output!r} cannot be written: no write permission in {str(existing)!r}")
     local = data_dir(data_folder)
     if target.resolve() == local.resolve():
-        raise ConfigError(
-            "output",
-            f"expected a folder of its own, got the data_dir {str(local)!r} (the local "
-            "datasets' folder)",
-        )
+        raise ConfigError("output", f"expected a folder of its own, got the data_dir {str(local)!r} (the local "
+                                    "datasets' folder)")  # fmt: skip
 
 
 def _datasets(file: ConfigFile, folder: Path | None) -> tuple[DatasetSource, ...]:
@@ -493,11 +479,8 @@ def _check_recipe(recipe: str | None, methods: tuple[MethodSpec, ...], check_par
 
     neural = [m.name for m in methods if m.kind.uses_budget]
     if recipe is None and neural:
-        raise ConfigError(
-            "recipe",
-            "required: name the training recipe of the NeSCalClassifier methods "
-            f'{neural} (nescal_sklearn.estimator.RECIPES), e.g. "recipe": "{LATEST_RECIPE}"',
-        )
+        raise ConfigError("recipe", "required: name the training recipe of the NeSCalClassifier methods "
+                          f'{neural} (nescal_sklearn.estimator.RECIPES), e.g. "recipe": "{LATEST_RECIPE}"')  # fmt: skip
     if recipe is not None and recipe not in RECIPES:
         raise ConfigError("recipe", f"expected one of {sorted(RECIPES)}, got {show(recipe)}")
 
@@ -567,10 +550,8 @@ def validate_config(
         method = _method(i, entry, check_params, imports)
         for j, other in enumerate(methods):
             if other.name == method.name:
-                raise ConfigError(
-                    f"methods[{i}].name",
-                    f"duplicate method name {method.name!r} (also methods[{j}]); give each a 'name'",
-                )
+                raise ConfigError(f"methods[{i}].name",
+                                  f"duplicate method name {method.name!r} (also methods[{j}]); give each a 'name'")
         methods.append(method)
     stages: list[str] = ["raw"]
     for i, spec in enumerate(file.calibrators):
@@ -579,23 +560,18 @@ def validate_config(
             raise ConfigError(where, "'raw' names the uncalibrated model; pick another label")
         if spec.stage in stages:
             hint = "" if spec.label is not None else "; give each a 'label'"
-            raise ConfigError(
-                where, f"duplicate calibrator {spec.stage!r} (also calibrators[{stages.index(spec.stage) - 1}]){hint}"
-            )
+            also = f"calibrators[{stages.index(spec.stage) - 1}]"
+            raise ConfigError(where, f"duplicate calibrator {spec.stage!r} (also {also}){hint}")
         stages.append(spec.stage)
         if check_params:
             _check_calibrator(f"calibrators[{i}]", spec)
     gridded = [(i, m) for i, m in enumerate(methods) if len(m.points()) > 1]
     if gridded and not file.search_seeds:
-        raise ConfigError(
-            "search_seeds",
-            f"expected a non-empty list of ints >= 0 because methods[{gridded[0][0]}].grid has "
-            f"{len(gridded[0][1].points())} points, got []",
-        )
+        raise ConfigError("search_seeds", f"expected a non-empty list of ints >= 0 because methods[{gridded[0][0]}]"
+                                          f".grid has {len(gridded[0][1].points())} points, got []")  # fmt: skip
     if file.selection not in stages:
-        raise ConfigError(
-            "selection", f"expected one of {stages} (raw, or a configured calibrator), got {show(file.selection)}"
-        )
+        raise ConfigError("selection", f"expected one of {stages} (raw, or a configured calibrator), "
+                                       f"got {show(file.selection)}")  # fmt: skip
     _check_recipe(file.recipe, tuple(methods), check_params)
     same = ("splits", "budget", "recipe", "selection", "data_dir", "description")
     listed = ("calibrators", "search_seeds", "confirm_seeds", "metrics")
@@ -611,14 +587,10 @@ def validate_config(
         _check_methods(config)
         shared = [seed for seed in file.confirm_seeds if seed in file.search_seeds]
         if shared and gridded:
-            warnings.warn(
-                f"confirm_seeds: {shared} {'is' if len(shared) == 1 else 'are'} also in "
-                "search_seeds; a gridded method's confirm fit on such a seed is its search fit "
-                "at the chosen point, which biases the reported result towards that point; keep "
-                "confirm_seeds apart from search_seeds",
-                ConfigWarning,
-                stacklevel=2,
-            )
+            warnings.warn(f"confirm_seeds: {shared} {'is' if len(shared) == 1 else 'are'} also in search_seeds; a "
+                          "gridded method's confirm fit on such a seed is its search fit at the chosen point, which "
+                          "biases the reported result towards that point; keep confirm_seeds apart from search_seeds",
+                          ConfigWarning, stacklevel=2)  # fmt: skip
     return replace(config, report=_report(config, file.report, check_params))
 
 
@@ -675,8 +647,6 @@ def load_config(path: str | os.PathLike, *, imports: bool = True) -> BenchmarkCo
     try:
         data = json.loads(text, object_pairs_hook=_no_duplicate_keys)
     except json.JSONDecodeError as exc:
-        raise ConfigError(
-            "", f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
-        ) from None
+        raise ConfigError("", f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
     return validate_config(data, default_name=path.stem, imports=imports)
 

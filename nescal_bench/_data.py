@@ -222,9 +222,7 @@ def make_imbalanced(y: np.ndarray, ratio: float, seed: int = SUBSAMPLE_SEED) -> 
     return np.sort(np.concatenate(kept))
 
 
-def preprocess_split(
-    X, y, train: np.ndarray, validation: np.ndarray, test: np.ndarray, classes=None
-) -> Split:
+def preprocess_split(X, y, train: np.ndarray, validation: np.ndarray, test: np.ndarray, classes=None) -> Split:
     """Fit the tabular preprocessing on the ``train`` rows and transform all three parts.
 
     Parameters
@@ -255,21 +253,12 @@ def preprocess_split(
 
         preprocess = StandardScaler()
     y = np.asarray(y)
-
-    def transformed(fitted_output):
-        return np.asarray(fitted_output, dtype=np.float32)
-
-    X_train = transformed(preprocess.fit_transform(take_rows(X, train)))
-    return Split(
-        X_train=X_train,
-        y_train=y[train],
-        X_val=transformed(preprocess.transform(take_rows(X, validation))),
-        y_val=y[validation],
-        X_test=transformed(preprocess.transform(take_rows(X, test))),
-        y_test=y[test],
-        classes=np.unique(y) if classes is None else np.asarray(classes),
-        layout=ColumnLayout.of_preprocessor(preprocess, X_train.shape[1]),
-    )
+    fitted = [preprocess.fit_transform(take_rows(X, train))]
+    fitted += [preprocess.transform(take_rows(X, rows)) for rows in (validation, test)]
+    X_train, X_val, X_test = (np.asarray(part, dtype=np.float32) for part in fitted)
+    classes = np.unique(y) if classes is None else np.asarray(classes)
+    layout = ColumnLayout.of_preprocessor(preprocess, X_train.shape[1])
+    return Split(X_train, y[train], X_val, y[validation], X_test, y[test], classes, layout)
 
 
 def stratified_split(X, y, *, seed: int, fractions=(0.6, 0.2, 0.2)) -> Split:

@@ -45,20 +45,12 @@ def reliability_bins(y, proba, classes) -> dict:
     def listed(values):
         return [None if not np.isfinite(v) else float(v) for v in values]
 
-    return {
-        "counts": [int(c) for c in curve.counts],
-        "confidence": listed(curve.confidence),
-        "accuracy": listed(curve.accuracy),
-    }
+    return {"counts": [int(c) for c in curve.counts], "confidence": listed(curve.confidence),
+            "accuracy": listed(curve.accuracy)}  # fmt: skip
 
 
-def evaluate_stages(
-    stages: Mapping[str, object],
-    split: Split,
-    conditions: tuple[Condition, ...],
-    seed: int,
-    context: ConditionContext | None = None,
-) -> dict:
+def evaluate_stages(stages: Mapping[str, object], split: Split, conditions: tuple[Condition, ...], seed: int,
+                    context: ConditionContext | None = None) -> dict:  # fmt: skip
     """The ``validation``, ``test``, ``reliability``, ``conditions`` and
     ``skipped_conditions`` parts of a record.
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 from sklearn.calibration import CalibratedClassifierCV
@@ -91,28 +92,20 @@ def _ood_max_proba(proba_in, proba_out):
     return float(np.mean(np.max(proba_out, axis=1)))
 
 
-def _detection(function, score):
-    return lambda proba_in, proba_out: function(proba_in, proba_out, score)
-
-
 #: Metric name -> :class:`Metric` of telling in-distribution rows (the clean test rows)
 #: from out-of-distribution rows, from the predicted probabilities of both. The unprefixed
 #: ones score rows by predictive entropy (``auroc`` is the shift study's), the ``msp_`` ones
 #: by the largest probability; ``max_proba`` is the mean largest probability on the
 #: out-of-distribution rows (overconfidence there is the failure users see).
 OOD_METRICS: dict[str, Metric] = {
-    "auroc": Metric("AUROC", _detection(ood_auroc, "entropy"), greater_is_better=True),
-    "aupr_in": Metric("AUPR-in", _detection(ood_aupr_in, "entropy"), greater_is_better=True),
-    "aupr_out": Metric("AUPR-out", _detection(ood_aupr_out, "entropy"), greater_is_better=True),
-    "fpr95": Metric("FPR@95%TPR", _detection(ood_fpr_at_tpr, "entropy")),
-    "msp_auroc": Metric("MSP AUROC", _detection(ood_auroc, "max_proba"), greater_is_better=True),
-    "msp_aupr_in": Metric(
-        "MSP AUPR-in", _detection(ood_aupr_in, "max_proba"), greater_is_better=True
-    ),
-    "msp_aupr_out": Metric(
-        "MSP AUPR-out", _detection(ood_aupr_out, "max_proba"), greater_is_better=True
-    ),
-    "msp_fpr95": Metric("MSP FPR@95%TPR", _detection(ood_fpr_at_tpr, "max_proba")),
+    "auroc": Metric("AUROC", partial(ood_auroc, score="entropy"), greater_is_better=True),
+    "aupr_in": Metric("AUPR-in", partial(ood_aupr_in, score="entropy"), greater_is_better=True),
+    "aupr_out": Metric("AUPR-out", partial(ood_aupr_out, score="entropy"), greater_is_better=True),
+    "fpr95": Metric("FPR@95%TPR", partial(ood_fpr_at_tpr, score="entropy")),
+    "msp_auroc": Metric("MSP AUROC", partial(ood_auroc, score="max_proba"), greater_is_better=True),
+    "msp_aupr_in": Metric("MSP AUPR-in", partial(ood_aupr_in, score="max_proba"), greater_is_better=True),
+    "msp_aupr_out": Metric("MSP AUPR-out", partial(ood_aupr_out, score="max_proba"), greater_is_better=True),
+    "msp_fpr95": Metric("MSP FPR@95%TPR", partial(ood_fpr_at_tpr, score="max_proba")),
     "max_proba": Metric("max-probability", _ood_max_proba),
 }
 

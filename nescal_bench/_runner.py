@@ -172,14 +172,8 @@ def _estimate_line(plan: Plan, sizes: dict, records: list[dict], where: str, don
             f"({_format_seconds(seconds)} of fitting for {len(todo)} fits, {how})")  # fmt: skip
 
 
-def dry_run(
-    config: BenchmarkConfig,
-    *,
-    jobs: int = 1,
-    resume: bool = False,
-    estimate_from: Sequence[str | Path] = (),
-    offline: bool = False,
-) -> str:
+def dry_run(config: BenchmarkConfig, *, jobs: int = 1, resume: bool = False,
+            estimate_from: Sequence[str | Path] = (), offline: bool = False) -> str:  # fmt: skip
     """The plan as text: datasets x methods x grid x seeds, number of fits, time estimate.
 
     Nothing is trained. The time estimate, if any, comes from the measured fit times
@@ -225,19 +219,15 @@ def dry_run(
 
 # --------------------------------------------------------------------------- run
 def _summary_line(result: dict, task: FitTask, done: int, total: int, selection: str) -> str:
-    head = (
-        f"[{done}/{total}] {task.dataset.name} | {task.method.name} | "
-        f"{point_label(task.point)} | seed {task.seed} ({task.stage})"
-    )
+    head = (f"[{done}/{total}] {task.dataset.name} | {task.method.name} | {point_label(task.point)} | "
+            f"seed {task.seed} ({task.stage})")  # fmt: skip
     if not result["ok"]:
         return f"{head} | FAILED: {result['failure']['error']}"
     record = result["record"]
     test = record["test"]["raw"]
     chosen = record["validation"].get(selection)
-    line = (
-        f"{head} | val NLL {'failed' if chosen is None else format(chosen['nll'], '.4f')} | "
-        f"test NLL {test['nll']:.4f} ECE {test['ece']:.4f} acc {test['accuracy']:.4f}"
-    )
+    line = (f"{head} | val NLL {'failed' if chosen is None else format(chosen['nll'], '.4f')} | "
+            f"test NLL {test['nll']:.4f} ECE {test['ece']:.4f} acc {test['accuracy']:.4f}")  # fmt: skip
     for name in record["test"]:
         if name != "raw":
             stage = record["test"][name]
@@ -344,16 +334,8 @@ def _refuse_existing(store: RecordStore, output: Path, resume: bool) -> None:
         )
 
 
-def run_benchmark(
-    config: BenchmarkConfig,
-    *,
-    jobs: int = 1,
-    resume: bool = False,
-    progress: bool = True,
-    stream: IO[str] | None = None,
-    report: bool = True,
-    offline: bool = False,
-) -> RunSummary:
+def run_benchmark(config: BenchmarkConfig, *, jobs: int = 1, resume: bool = False, progress: bool = True,
+                  stream: IO[str] | None = None, report: bool = True, offline: bool = False) -> RunSummary:  # fmt: skip
     """Run every fit of ``config``, writing records to ``config.output``, then the report.
 
     Parameters
@@ -431,12 +413,9 @@ def run_benchmark(
 
         summary.seconds = time.perf_counter() - start
         if progress:
-            print(
-                f"{config.name}: {summary.n_finished} fits finished, {summary.n_skipped} already "
-                f"recorded, {len(summary.failures)} failed, in {_format_seconds(summary.seconds)}"
-                + (f"; {len(missing)} method(s) lack search records" if missing else ""),
-                file=stream,
-            )
+            print(f"{config.name}: {summary.n_finished} fits finished, {summary.n_skipped} already recorded, "
+                  f"{len(summary.failures)} failed, in {_format_seconds(summary.seconds)}"
+                  + (f"; {len(missing)} method(s) lack search records" if missing else ""), file=stream)  # fmt: skip
         if report:
             from ._report import write_report
 

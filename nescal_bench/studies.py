@@ -32,6 +32,7 @@ __all__ = [
     "median",
     "plot_changes",
     "run_configs",
+    "save_figure",
     "stage_label",
     "versus",
 ]
@@ -99,6 +100,16 @@ def versus(frame, reference: str, *, stage: str, metric: str = "nll", tolerance:
                                      greater_is_better=False),  # fmt: skip
         }
     return out
+
+
+def save_figure(fig, path: Path) -> Path:
+    """Lay out the pyplot figure ``fig``, write it to ``path`` (110 dpi) and close it."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 def median(values) -> float:
