@@ -14,9 +14,10 @@ The records live in the repository (``benchmarks/results/<config>/records``), so
   HistGradientBoosting + the package's temperature (median change, datasets lower / tied /
   higher at the config's 1 % tie tolerance, Wilcoxon p), the same against HGB + scikit-learn's
   temperature, the datasets where it is lower than RealMLP-TD and than HGB cross-fitted the
-  same way, its median ECE and accuracy, and its fit time per 1000 rows (median over
-  datasets) with its ratio to HGB + TS's (the cross-fitted methods at ``n_jobs=2``: their
-  fit seconds divided by ``min(2, folds)``);
+  same way, its median ECE and accuracy, its fit seconds per 1000 rows of the training split
+  (median over datasets, one thread), and its fit time over HGB's on the same dataset (median;
+  a cross-fitted method's divided by ``min(2, folds)``, an estimate of ``n_jobs=2``; the
+  measured wall-time ratio is ``crossfit_cost.py``'s);
 * ``pairs_<config>.md``: the paired questions of the issue (cross-fitted NeSCal against
   cross-fitted CE, the label target, the map on the folds or the ensemble, the chosen map
   or a fixed temperature, the boosting member, a pooled or per-fold temperature, the
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -54,7 +56,9 @@ PAIRS = (
     ("the label target (LoCal) against NeSCal's", "cf_label", "recommended_nescal"),
     ("the map on the folds against the map on the ensemble", "cf_p10_k5_folds", "cf_p10_k5"),
     ("a fixed temperature against the chosen map", "cf_p10_k5_ts", "cf_p10_k5"),
-    ("the chosen map against no map", "recommended_nescal", "cf_identity"),
+    ("the chosen map against no map", "recommended", "cf_identity"),
+    ("the recommended model against HGB cross-fitted the same way", "recommended", "hgb_cf"),
+    ("the recommended model against RealMLP-TD", "recommended", "realmlp"),
     ("with the HGB member against without it", "cf_p10_k5_hgb", "cf_p10_k5"),
     ("with the HGB member against without it", "recommended", "recommended_nescal"),
     ("a pooled temperature against one per fold (CalibratedTemperature(cv=5))", "ts_cv_pooled", "ts_cv_per_fold"),
@@ -85,172 +89,108 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def load(name: str, quick: bool, out: Path):
     """The validated config (made a smoke run with ``quick``)."""
-    from nescal_bench import validate_config
+    from nescal_bench.studies import load_study_config
 
-    data = json.loads((CONFIGS / f"{name}.json").read_text())
-    if quick:
-        data.update(json.loads(json.dumps(QUICK)))
-        data["output"] = str(out / "results")
-        data["methods"] = [_tiny(m) for m in data["methods"] if m["name"] in QUICK_METHODS]
-        data["report"] = {"baseline": HGB}
-    else:
-        data["output"] = str(ROOT / data["output"])
-    return validate_config(data, default_name=name)
+    path = CONFIGS / f"{name}.json"
+    if not quick:  # its output relative to the repository root, the working directory
+        return load_study_config(path)
+    return load_study_config(path, QUICK, out / "results", _quick_methods)
 
 
-def _tiny(method: dict) -> dict:
-    """A method of the smoke run: networks of 8 units for 4 epochs, 3 folds."""
-    text = json.dumps(method).replace(
+def _quick_methods(data: dict) -> None:
+    """The smoke run's methods: networks of 8 units for 4 epochs, 3 folds."""
+    data["report"] = {"baseline": HGB}
+    tiny = json.dumps([m for m in data["methods"] if m["name"] in QUICK_METHODS]).replace(
         '"recipe": "2026-12-04"', '"recipe": "2026-12-04", "max_epochs": 4, "hidden_sizes": [8]'
     )
-    method = json.loads(text)
-    if method.get("loss"):
-        method.setdefault("params", {}).update(max_epochs=4, hidden_sizes=[8])
-    if "cv" in method.get("params", {}):
-        method["params"]["cv"] = 3
-    return method
+    data["methods"] = json.loads(tiny)
+    for method in data["methods"]:
+        if method.get("loss"):
+            method.setdefault("params", {}).update(max_epochs=4, hidden_sizes=[8])
+        if "cv" in method.get("params", {}):
+            method["params"]["cv"] = 3
 
 
-def frame(config):
-    """The tidy frame of the run's records: one row per (dataset, method, seed)."""
+def tables(config) -> tuple[str, str, dict]:
+    """The methods table, the pairs table, and ``method -> (seconds, median change)`` of
+    the figure, from the run's tidy results frame."""
     import pandas as pd
 
-    from nescal_bench import RecordStore, plan_run
+    from nescal_bench import load_results
+    from nescal_bench._stats import paired_comparison, unit_table, wins_ties_losses
+    from nescal_bench.studies import config_frame, markdown_table
 
-    plan = plan_run(config)
-    fit_on = {m.name: m.fit_on for m in config.methods}
-    folds = {m.name: _folds(m) for m in config.methods}
-    store = RecordStore(config.output)
-    rows = []
-    for key in sorted(store.keys() & plan.index.keys()):
-        r = store.read(key)
-        test = r["test"].get(STAGE) or r["test"]["raw"]
-        n = r["data"]["n_train"] + (
-            r["data"]["n_validation"] if fit_on[r["method"]] != "train" else 0
-        )
-        seconds = r["run"]["fit_seconds"] + r["run"].get("calibration_seconds", 0.0)
-        rows.append(
-            {
-                "dataset": r["dataset"],
-                "method": r["method"],
-                "seed": r["seed"],
-                "nll": test["nll"],
-                "sklearn_nll": r["test"].get("sklearn_temperature", test)["nll"],
-                "ece": test["ece"],
-                "accuracy": test["accuracy"],
-                "seconds_per_1000": 1000 * seconds / n,
-                "seconds_per_1000_jobs2": 1000 * seconds / n / min(2, folds[r["method"]]),
-                "calibration": r["fit"].get("calibration"),
-            }
-        )
-    return pd.DataFrame(rows)
-
-
-def _folds(method) -> int:
-    """The folds a method fits in parallel (1 for a single fit)."""
-    cv = method.params.get("cv")
-    return int(cv) if isinstance(cv, int) else 1
-
-
-def _paired(values, reference, tolerance: float) -> dict:
-    """Median % change against ``reference`` (per dataset, seed means), lower/tied/higher, p."""
-    from scipy.stats import wilcoxon
-
-    joined = values.to_frame("a").join(reference.to_frame("b"), how="inner").dropna()
-    change = 100 * (joined["a"] / joined["b"] - 1)
-    lower, higher = int((change < -100 * tolerance).sum()), int((change > 100 * tolerance).sum())
-    diff = joined["a"] - joined["b"]
-    p = float(wilcoxon(diff).pvalue) if len(diff) > 1 and np.any(diff != 0) else float("nan")
-    return {
-        "median": float(np.median(change)) if len(change) else float("nan"),
-        "lower": lower,
-        "tied": len(change) - lower - higher,
-        "higher": higher,
-        "n": len(change),
-        "p": p,
+    frame = config_frame(config)
+    nll, ece, accuracy, sklearn = (
+        unit_table(frame, ["clean"], stage, metric)
+        for stage, metric in ((STAGE, "nll"), (STAGE, "ece"), (STAGE, "accuracy"), ("sklearn_temperature", "nll"))
+    )  # fmt: skip
+    fits = frame.drop_duplicates("key").assign(
+        seconds=lambda f: 1000 * f["fit_seconds"] / f["n_train"]
+    )
+    seconds = fits.pivot_table(index="dataset", columns="method", values="seconds")
+    folds = {
+        m.name: min(2, m.params["cv"]) if isinstance(m.params.get("cv"), int) else 1
+        for m in config.methods
     }
+    ratio = (seconds / pd.Series(folds)).div(seconds[HGB], axis=0)  # n_jobs=2: folds two at a time
 
-
-def tables(data, tolerance: float) -> tuple[str, str, list[dict]]:
-    """The methods table, the pairs table, and the rows of the figure."""
-    means = data.groupby(["method", "dataset"]).mean(numeric_only=True)
-    by_method = {m: means.loc[m] for m in means.index.get_level_values(0).unique()}
-    hgb = by_method[HGB]
-    rows = []
-    for method, values in sorted(by_method.items(), key=lambda kv: np.median(kv[1]["nll"])):
-        ts = _paired(values["nll"], hgb["nll"], tolerance)
-        sk = _paired(values["nll"], hgb["sklearn_nll"], tolerance)
-        vs = {
-            ref: _paired(values["nll"], by_method[ref]["nll"], tolerance)
-            for ref in (REALMLP, HGB_CF)
-            if ref in by_method and ref != method
-        }
-        ratio = values["seconds_per_1000_jobs2"] / hgb["seconds_per_1000"]
-        rows.append(
-            {
-                "method": method,
-                "nll": float(np.median(values["nll"])),
-                "vs_hgb": ts,
-                "vs_hgb_sklearn": sk,
-                "vs": vs,
-                "ece": float(np.median(values["ece"])),
-                "accuracy": float(np.median(values["accuracy"])),
-                "seconds": float(np.median(values["seconds_per_1000"])),
-                "ratio": float(np.median(ratio.dropna())),
-            }
-        )
-
-    def cell(stats: dict) -> str:
-        if not stats["n"]:
+    def cell(method: str, reference, lower_only: bool = False) -> str:
+        mine = nll[method].dropna()
+        theirs = reference.reindex(mine.index).dropna()
+        c = paired_comparison(mine.to_dict(), {"r": theirs.to_dict()}, greater_is_better=False)
+        if c is None or method == theirs.name:
             return "–"
-        p = "–" if np.isnan(stats["p"]) else f"{stats['p']:.2g}"
-        return (
-            f"{stats['median']:+.2f} % ({stats['lower']}/{stats['tied']}/{stats['higher']}, p {p})"
-        )
+        wtl = wins_ties_losses(mine[c.datasets], theirs[c.datasets], greater_is_better=False,
+                               tolerance=config.report.tie_tolerance)  # fmt: skip
+        if lower_only:
+            return f"{wtl[0]}/{len(c.datasets)}"
+        p = "–" if np.isnan(c.p_value) else f"{c.p_value:.2g}"
+        return f"{c.median_change:+.2f} % ({wtl[0]}/{wtl[1]}/{wtl[2]}, p {p})"
 
-    head = (
-        "| method | median test NLL | vs HGB + TS: median (lower/tied/higher, p) | vs HGB + "
-        "sklearn TS | lower than RealMLP-TD | lower than HGB cross-fitted | median ECE | "
-        "median accuracy | fit s / 1000 rows | × HGB + TS (n_jobs=2) |\n"
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+    rows = [
+        [method, f"{nll[method].median():.4f}", cell(method, nll[HGB]), cell(method, sklearn[HGB]),
+         *(cell(method, nll[ref], True) if ref in nll else "–" for ref in (REALMLP, HGB_CF)),
+         f"{ece[method].median():.4f}", f"{accuracy[method].median():.4f}",
+         f"{seconds[method].median():.2f}", f"{ratio[method].median():.1f}×"]
+        for method in nll.median().sort_values().index
+    ]  # fmt: skip
+    head = ["method", "median test NLL", "vs HGB + TS: median (lower/tied/higher, p)", "vs HGB + sklearn TS",
+            "lower than RealMLP-TD", "lower than HGB cross-fitted", "median ECE", "median accuracy",
+            "fit s / 1000 rows", "fit time × HGB's (folds two at a time)"]  # fmt: skip
+    pairs = [[q, f"{m} vs {a}", cell(m, nll[a])] for q, m, a in PAIRS if m in nll and a in nll]
+    if {"recommended", "cf_identity"} <= set(nll):  # the map, fit by fit (not seed means)
+        fit = frame[
+            (frame["stage"] == STAGE) & (frame["metric"] == "nll") & (frame["condition"] == "clean")
+        ]
+        by_fit = fit.pivot_table(index=["dataset", "seed"], columns="method", values="value")
+        worst = (by_fit["recommended"] / by_fit["cf_identity"] - 1).mul(100).dropna()
+        pairs.append(["the chosen map against no map: the worst fit", "{}, seed {}".format(*worst.idxmax()),
+                      f"{worst.max():+.2f} % ({(worst > 5).sum()} of {len(worst)} fits above +5 %)"])  # fmt: skip
+    chosen = pd.Series(
+        {k: r["fit"].get("calibration") for k, r in load_results(config.output).records.items()}
     )
-    body = "".join(
-        f"| {r['method']} | {r['nll']:.4f} | {cell(r['vs_hgb'])} | {cell(r['vs_hgb_sklearn'])} | "
-        + " | ".join(
-            f"{r['vs'][ref]['lower']}/{r['vs'][ref]['n']}" if ref in r["vs"] else "–"
-            for ref in (REALMLP, HGB_CF)
-        )
-        + f" | {r['ece']:.4f} | {r['accuracy']:.4f} | {r['seconds']:.2f} | {r['ratio']:.1f}× |\n"
-        for r in rows
-    )
-    pairs = []
-    for question, method, against in PAIRS:
-        if method in by_method and against in by_method:
-            stats = _paired(by_method[method]["nll"], by_method[against]["nll"], tolerance)
-            pairs.append(f"| {question} | {method} vs {against} | {cell(stats)} |\n")
-    chosen = data.dropna(subset=["calibration"]).groupby("method")["calibration"]
-    counts = {m: dict(c.value_counts()) for m, c in chosen}
+    maps = fits.assign(map=fits["key"].map(chosen)).dropna(subset=["map"]).groupby("method")["map"]
+    counts = [
+        [m, ", ".join(f"{k} {v}" for k, v in sorted(c.value_counts().items()))] for m, c in maps
+    ]
     pairs_md = (
-        "| question | methods | median change (lower/tied/higher, p) |\n|---|---|---:|\n"
-        + "".join(pairs)
-        + "\n\n| method | maps chosen (fits) |\n|---|---|\n"
-        + "".join(
-            f"| {m} | {', '.join(f'{k} {v}' for k, v in sorted(c.items()))} |\n"
-            for m, c in sorted(counts.items())
-        )
-    )
-    return head + body, pairs_md, rows
+        markdown_table(["question", "methods", "median change (lower/tied/higher, p)"], pairs)
+        + "\n\n" + markdown_table(["method", "maps chosen (fits)"], counts)
+    )  # fmt: skip
+    points = {
+        m: (max(seconds[m].median(), 1e-3), nll[m].div(nll[HGB]).sub(1).mul(100).median())
+        for m in nll
+    }
+    return markdown_table(head, rows), pairs_md, points
 
 
-def draw(rows: list[dict], path: Path) -> Path:
+def draw(points: dict, path: Path) -> Path:
     """Median change against HGB + TS over fit seconds per 1000 rows, one point a method."""
-    import matplotlib
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(8, 5.5))
-    points = {r["method"]: (max(r["seconds"], 1e-3), r["vs_hgb"]["median"]) for r in rows}
+    fig = Figure(figsize=(8, 5.5))
+    ax = fig.subplots()
     for method, (x, y) in points.items():
         cross = method.startswith(("cf_", "recommended", "hgb_cf", "lightgbm_cf", "ts_cv"))
         ax.scatter(x, y, marker="o" if cross else "s", color="C0" if cross else "C1", zorder=3)
@@ -261,14 +201,13 @@ def draw(rows: list[dict], path: Path) -> Path:
             ax.plot(*zip(*line, strict=True), color=colour, lw=1, label=f"{recipe}: 3, 5, 8 folds")
     ax.axhline(0, color="grey", lw=0.8)
     ax.set_xscale("log")
-    ax.set_xlabel("fit seconds per 1000 rows (median over datasets, one thread)")
+    ax.set_xlabel("fit seconds per 1000 training rows (median over datasets, one thread)")
     ax.set_ylabel("median change in test NLL against HGB + TS (%)")
     ax.set_title("Calibrated test NLL against fit time (circles: cross-fitted)")
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     return path
 
 
@@ -276,20 +215,18 @@ def main(argv=None) -> int:
     from nescal_bench import run_benchmark
 
     args = parse_args(argv)
+    args.out = args.out.resolve()
+    os.chdir(ROOT)  # the configs' outputs are relative to the repository root
     config = load(args.config, args.quick, args.out)
     if not args.no_run:
         run_benchmark(config, jobs=args.jobs, resume=True, report=False)
-    data = frame(config)
-    if data.empty:
-        print(f"no records in {config.output}")
-        return 1
     args.out.mkdir(parents=True, exist_ok=True)
-    table, pairs, rows = tables(data, config.report.tie_tolerance)
+    table, pairs, points = tables(config)
     name = config.name
-    (args.out / f"table_{name}.md").write_text(table)
-    (args.out / f"pairs_{name}.md").write_text(pairs)
-    draw(rows, args.out / f"oof_ensembles_{name}.png")
-    print(f"## {name}: test NLL after calibration, per method\n\n{table}\n## Paired\n\n{pairs}")
+    (args.out / f"table_{name}.md").write_text(table + "\n")
+    (args.out / f"pairs_{name}.md").write_text(pairs + "\n")
+    draw(points, args.out / f"oof_ensembles_{name}.png")
+    print(f"## {name}: test NLL after calibration, per method\n\n{table}\n\n## Paired\n\n{pairs}")
     return 0
 
 

@@ -65,3 +65,5 @@ if __name__ == "__main__":
     parts = {path: count(path, root=here) for path in LAB}
     print(f"library (nescal_sklearn): {library(here)}")
     print(f"lab: {lab(here)} (" + ", ".join(f"{p} {n}" for p, n in parts.items() if n) + ")")
+    # tools/: audits of the reviews (the reliability review's re-measurement), not the lab
+    print(f"tools, outside both: {count('tools', root=here)}")

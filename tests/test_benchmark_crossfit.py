@@ -128,10 +128,31 @@ def test_oof_ensembles_quick_smoke(tmp_path):
     args = ("--config", "oof_ensembles_search", "--quick", "--out", str(tmp_path))
     run = run_script("benchmarks/oof_ensembles.py", *args)
     table = (tmp_path / "table_oof_ensembles_search.md").read_text()
-    assert table in run.stdout and "| hgb_cf |" in table and "| cf_p10_k5 |" in table
+    assert table in run.stdout
+    assert re.search(r"^\| hgb_cf +\|", table, re.M) and re.search(r"^\| cf_p10_k5 +\|", table, re.M)
     pairs = (tmp_path / "pairs_oof_ensembles_search.md").read_text()
     assert "cf_p10_k5 vs cf_ce_p10_k5" in pairs
     assert (tmp_path / "oof_ensembles_oof_ensembles_search.png").stat().st_size > 5_000
     again = run_script("benchmarks/oof_ensembles.py", *args, "--no-run")
     assert (tmp_path / "table_oof_ensembles_search.md").read_text() == table
     assert "fits finished" not in again.stderr
+
+
+def _params(estimator) -> dict:
+    """What a cross-fitted model trains: every parameter but where and how it runs."""
+    skip = ("n_jobs", "random_state", "verbose")
+    params = {k: v for k, v in estimator.get_params(deep=True).items()
+              if not k.endswith(skip) and not hasattr(v, "get_params") and k != "estimators"}  # fmt: skip
+    return {**params, "members": [name for name, _ in estimator.estimators]}
+
+
+@pytest.mark.parametrize("name", ["quickstart", "oof_ensembles"])
+def test_the_configs_recommended_model_is_make_recommended_classifier(name):
+    """The main job and the study show the model users get, not a copy that drifted."""
+    from nescal_sklearn import make_recommended_classifier
+
+    config = load_config(ROOT / "benchmarks" / "configs" / f"{name}.json")
+    (method,) = [m for m in config.methods if m.name == "recommended"]
+    shown = config.build(method, {}, 0)
+    given = make_recommended_classifier(random_state=0)[-1]
+    assert _params(shown) == _params(given)

@@ -1,4 +1,4 @@
-"""``benchmarks/reliability_audit.py``: its classification rules, and a smoke run of ten
+"""``tools/reliability_audit.py``: its classification rules, and a smoke run of ten
 of the review's A1 cases (the full run is outside the suite)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "benchmarks" / "reliability_audit.py"
+SCRIPT = ROOT / "tools" / "reliability_audit.py"
 REVIEW = ROOT.parent / "shared" / "reviews" / "reliability-ed7ab4a.md"
 
 
