@@ -32,6 +32,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from nescal_bench import load_config, results_frame
 from nescal_bench._stats import average_ranks, paired_comparison, unit_table
@@ -56,13 +57,23 @@ def parse_args(argv=None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def complete(frame, conditions, stage: str, metric: str) -> dict:
+def seed_means(frame):
+    """The seed-mean value of every (stage, metric, dataset) row and (method, condition)
+    column: one pivot, which :func:`complete` slices."""
+    return frame.pivot_table(
+        index=["stage", "metric", "dataset"], columns=["method", "condition"], values="value"
+    )
+
+
+def complete(means, methods, conditions, stage: str, metric: str) -> dict:
     """``method -> DataFrame`` (datasets × ``conditions``) of seed means, on the datasets
     where every method has every condition."""
-    rows = frame[frame["condition"].isin(conditions) & (frame["stage"] == stage) & (frame["metric"] == metric)]
-    table = rows.pivot_table(index="dataset", columns=["method", "condition"], values="value")
-    methods = sorted(frame["method"].unique())
-    table = table.reindex(columns=[(m, c) for m in methods for c in conditions]).dropna()
+    columns = pd.MultiIndex.from_tuples([(m, c) for m in methods for c in conditions])
+    try:
+        table = means.loc[(stage, metric)]
+    except KeyError:  # no record has this stage and metric
+        table = pd.DataFrame(columns=columns, dtype=float)
+    table = table.reindex(columns=columns).dropna()
     return {m: table[m] for m in methods}
 
 
@@ -75,18 +86,19 @@ def family_tables(frame, families, stages) -> list[str]:
     lines = ["## Corruptions, per severity", "", "Median over datasets of the seed-mean metric "
              "(accuracy in %); `mean` is the median over datasets of the mean over the severities.", ""]  # fmt: skip
     conditions = frame.attrs["conditions"]
+    means, methods = seed_means(frame), sorted(frame["method"].unique())
     for family, names in families.items():
         columns = ["clean", *names]
-        n = len(next(iter(complete(frame, columns, "raw", "nll").values())))
+        n = len(next(iter(complete(means, methods, columns, "raw", "nll").values())))
         lines += [f"### `{family}` ({conditions[names[0]].kind}), {n} datasets", ""]
         if n == 0:
             lines += ["No dataset has every severity for every method.", ""]
             continue
         rows = []
-        for method in sorted(frame["method"].unique()):
+        for method in methods:
             for stage, label in stages:
                 for metric in SHIFT_METRICS:
-                    table = complete(frame, columns, stage, metric)[method]
+                    table = complete(means, methods, columns, stage, metric)[method]
                     cells = [*table.median(), median(table[names].mean(axis=1))]
                     rows.append([method, label, metric, *(_fmt(v, metric) for v in cells)])
         header = ["method", "stage", "metric", "clean", *(f"s{conditions[c].severity}" for c in names), "mean"]
@@ -123,18 +135,19 @@ def ood_tables(frame, ood, stages) -> list[str]:
     if not ood:
         return []
     conditions = frame.attrs["conditions"]
+    means, methods = seed_means(frame), sorted(frame["method"].unique())
     labels = [conditions[ood[0]].metrics[m].label for m in OOD_COLUMNS]
     lines = ["## Out-of-distribution detection", "", "Median over datasets; the unprefixed scores "
              "rank rows by predictive entropy, `MSP` by the largest probability; `max-probability` "
              "is the mean largest probability on the out-of-distribution rows.", ""]  # fmt: skip
     for name in ood:
-        n = len(next(iter(complete(frame, [name], "raw", "auroc").values())))
+        n = len(next(iter(complete(means, methods, [name], "raw", "auroc").values())))
         lines += [f"### `{name}` ({conditions[name].kind}), {n} datasets", ""]
         if n == 0:
             lines += ["No dataset has this set for every method.", ""]
             continue
-        rows = [[method, label, *(f"{median(complete(frame, [name], stage, m)[method][name]):.4f}" for m in OOD_COLUMNS)]
-                for method in sorted(frame["method"].unique()) for stage, label in stages]  # fmt: skip
+        rows = [[method, label, *(f"{median(complete(means, methods, [name], stage, m)[method][name]):.4f}" for m in OOD_COLUMNS)]
+                for method in methods for stage, label in stages]  # fmt: skip
         lines += [markdown_table(["method", "stage", *labels], rows), ""]
     return lines
 
@@ -178,14 +191,15 @@ def draw(frame, families, stages, out: Path) -> list[Path]:
     from matplotlib.figure import Figure
 
     written, conditions = [], frame.attrs["conditions"]
+    means, methods = seed_means(frame), sorted(frame["method"].unique())
     for metric, title in (("nll", "NLL"), ("ece", "ECE"), ("accuracy", "accuracy")) if families else ():
         fig = Figure(figsize=(3.3 * len(families), 3.2))
         axes = fig.subplots(1, len(families), squeeze=False)[0]
         for ax, (family, names) in zip(axes, families.items(), strict=True):
             severities = [0, *(conditions[c].severity for c in names)]
-            for i, method in enumerate(sorted(frame["method"].unique())):
+            for i, method in enumerate(methods):
                 for (stage, label), style in zip(stages, ("-", "--"), strict=False):
-                    table = complete(frame, ["clean", *names], stage, metric)[method]
+                    table = complete(means, methods, ["clean", *names], stage, metric)[method]
                     if len(table):
                         ax.plot(severities, table.median(), style, marker="o", ms=3, color=f"C{i}",
                                 label=f"{method} ({label})")  # fmt: skip

@@ -186,6 +186,11 @@ class Condition:
 
     name: Name
 
+    def __deepcopy__(self, memo: dict) -> Condition:
+        # Frozen, and every field is immutable: a copy would equal the original. pandas
+        # deep-copies a frame's ``attrs`` (which hold the conditions) on every operation.
+        return self
+
     def default_name(self) -> str:
         """The name of an entry that gives none: its kind, or ``<kind>_<value>`` for a
         kind with one number."""

@@ -100,7 +100,9 @@ def _imports(path: Path):
     module = _module_name(path)
     package = module if _is_package(path) else module.rpartition(".")[0]
     for node in ast.walk(ast.parse(source, filename=str(path))):
-        text = ast.get_source_segment(source, node)
+        if not isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        text = ast.get_source_segment(source, node)  # O(file) each: only for imports
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.split(".")[0] == ROOT:
