@@ -70,7 +70,9 @@ def make_recommended_classifier(
     >>> from nescal_sklearn import make_recommended_classifier
     >>> X, y = load_breast_cancer(return_X_y=True, as_frame=True)
     >>> model = make_recommended_classifier(random_state=0)
-    >>> _ = model.set_params(classifier__nescal__max_epochs=5)  # a quick example
+    >>> _ = model.set_params(  # a quick example: 5 epochs, the penalty from the third
+    ...     classifier__nescal__max_epochs=5, classifier__nescal__loss__warmup=2
+    ... )
     >>> model.fit(X, y).predict_proba(X.iloc[:2]).shape
     (2, 2)
     """
