@@ -61,6 +61,7 @@ from ._maps import (
     ModelMixture,
     PresentClassesMap,
     _CalibrationMap,
+    calibrate_probabilities,
     fit_map,
     fit_present_classes,
     floor_probabilities,
@@ -679,7 +680,7 @@ class PostHocCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         if shared is not None:
             # The pooled map calibrates the average of the fold models' probabilities.
             mean = np.mean([softmax(pair.logits(X), axis=1) for pair in pairs], axis=0)
-            return floor_probabilities(shared.predict_proba(np.log(np.clip(mean, 1e-300, None))))
+            return calibrate_probabilities(shared, mean)
         probas = [pair.predict_proba(X) for pair in pairs]
         return np.mean(probas, axis=0) if len(probas) > 1 else probas[0]
 

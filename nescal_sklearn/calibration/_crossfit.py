@@ -38,7 +38,13 @@ from sklearn.utils.validation import (
 
 from ..metrics.logits import weighted_nll
 from ._base import _estimator_logits, _validated_sample_weight
-from ._maps import _LogitMap, fit_map, floor_probabilities
+from ._maps import (
+    _LogitMap,
+    calibrate_probabilities,
+    fit_map,
+    floor_probabilities,
+    log_probabilities,
+)
 from ._quadratic import _QuadraticScalingMap
 from ._structured_matrix import CalibratedStructuredMatrixScaling
 from ._temperature import CalibratedTemperature
@@ -253,7 +259,7 @@ def greedy_ensemble_weights(
     total = np.zeros_like(probas[0])
     for step in range(size):
         scores = [
-            weighted_nll(np.log(np.clip((total + p) / (step + 1), 1e-300, None)), y, sample_weight)
+            weighted_nll(log_probabilities((total + p) / (step + 1)), y, sample_weight)
             for p in probas
         ]
         best = int(np.argmin(scores))
@@ -559,7 +565,7 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
         logits = out_of_fold_logits(fitted, X, folds, classes)
         probas = [softmax(z, axis=1) for z in logits]
         weights = greedy_ensemble_weights(probas, y_encoded, sample_weight, self.ensemble_size)
-        ensemble = np.log(np.clip(np.einsum("m,mnc->nc", weights, np.stack(probas)), 1e-300, None))
+        ensemble = log_probabilities(np.einsum("m,mnc->nc", weights, np.stack(probas)))
         name, scores, held_out = select_calibration(
             ensemble,
             y_encoded,
@@ -608,13 +614,11 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
         X = validate_data(self, X, reset=False, skip_check_array=True)
         folds = self._fold_probas(X)
 
-        def calibrated(p):
-            logits = np.log(np.clip(p, 1e-300, None))
-            return floor_probabilities(self.calibrator_.predict_proba(logits))
-
         if self.map_on == "ensemble":
-            return calibrated(np.mean(folds, axis=0))
-        return floor_probabilities(np.mean([calibrated(p) for p in folds], axis=0))
+            return calibrate_probabilities(self.calibrator_, np.mean(folds, axis=0))
+        return floor_probabilities(
+            np.mean([calibrate_probabilities(self.calibrator_, p) for p in folds], axis=0)
+        )
 
     def predict(self, X) -> np.ndarray:
         """The class of highest calibrated probability.

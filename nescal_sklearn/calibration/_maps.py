@@ -29,9 +29,11 @@ __all__ = [
     "PROBA_FLOOR",
     "ModelMixture",
     "PresentClassesMap",
+    "calibrate_probabilities",
     "fit_map",
     "fit_present_classes",
     "floor_probabilities",
+    "log_probabilities",
 ]
 
 #: Probabilities are clipped to this floor before taking their logarithm.
@@ -89,6 +91,18 @@ def floor_probabilities(proba: np.ndarray) -> np.ndarray:
     high = np.where(part_low, 0.0, part).sum(axis=1)
     floored[rows] = np.where(part_low, MIN_PROBABILITY, part * (kept / high)[:, None])
     return floored
+
+
+def log_probabilities(proba: np.ndarray) -> np.ndarray:
+    """``log(proba)``, finite: a probability of 0 counts as 1e-300. The logits of an
+    averaged probability (a softmax gives ``proba`` back)."""
+    return np.log(np.clip(proba, 1e-300, None))
+
+
+def calibrate_probabilities(calibrator: _CalibrationMap, proba: np.ndarray) -> np.ndarray:
+    """A fitted map applied to probabilities (an average of models'), read as the logits
+    :func:`log_probabilities`; floored by :func:`floor_probabilities`."""
+    return floor_probabilities(calibrator.predict_proba(log_probabilities(proba)))
 
 
 class _Wrapper(_LogitMap):
