@@ -169,6 +169,10 @@ class CalibratedStructuredMatrixScaling(LogitOutputMixin, PostHocCalibrator):
         means ``StratifiedKFold``). Must be ``None`` with a frozen estimator.
     random_state : int, RandomState instance or None, default=None
         Seeds the held-out split. Ignored with ``cv`` or a frozen estimator.
+    cv_calibration : {"per_fold", "pooled"}, default="per_fold"
+    n_jobs : int or None, default=None
+        With ``cv`` only: one map per fold or one pooled map, and the fold models' parallel
+        fits, as in :class:`PostHocCalibrator`.
     lambda_intercept : float, default=1.0
         Base strength of the ridge penalty on the intercept ``b``.
     lambda_diagonal : float, default=1.0

@@ -297,6 +297,10 @@ class CalibratedTemperature(ArgmaxPreservingMixin, LogitOutputMixin, PostHocCali
     random_state : int, RandomState instance or None, default=None
         Seeds the held-out split (ignored with ``cv`` or a frozen estimator) and the
         bootstrap of ``guard="shrinkage"`` (0 when None).
+    cv_calibration : {"per_fold", "pooled"}, default="per_fold"
+    n_jobs : int or None, default=None
+        With ``cv`` only: one map per fold or one pooled map, and the fold models' parallel
+        fits, as in :class:`PostHocCalibrator`.
     guard : {"shrinkage", "mixture"} or None, default="shrinkage"
         Protection against a temperature that the calibration rows do not support,
         which on small or easy calibration sets (a few errors, or none) can make the
