@@ -116,7 +116,6 @@ def tables(config) -> tuple[str, str, dict]:
     the figure, from the run's tidy results frame."""
     import pandas as pd
 
-    from nescal_bench import load_results
     from nescal_bench._stats import paired_comparison, unit_table, wins_ties_losses
     from nescal_bench.studies import config_frame, markdown_table
 
@@ -167,10 +166,7 @@ def tables(config) -> tuple[str, str, dict]:
         worst = (by_fit["recommended"] / by_fit["cf_identity"] - 1).mul(100).dropna()
         pairs.append(["the chosen map against no map: the worst fit", "{}, seed {}".format(*worst.idxmax()),
                       f"{worst.max():+.2f} % ({(worst > 5).sum()} of {len(worst)} fits above +5 %)"])  # fmt: skip
-    chosen = pd.Series(
-        {k: r["fit"].get("calibration") for k, r in load_results(config.output).records.items()}
-    )
-    maps = fits.assign(map=fits["key"].map(chosen)).dropna(subset=["map"]).groupby("method")["map"]
+    maps = fits.dropna(subset=["calibration"]).groupby("method")["calibration"]
     counts = [
         [m, ", ".join(f"{k} {v}" for k, v in sorted(c.value_counts().items()))] for m, c in maps
     ]

@@ -25,9 +25,11 @@ from ._records import RecordStore
 __all__ = ["COLUMNS", "RunResults", "load_results", "results_frame"]
 
 #: The columns of :func:`results_frame`: one row per fit, condition, stage and metric.
+#: ``calibration`` is the map a self-calibrating fit chose (``CrossFitClassifier``'s
+#: ``calibration_``), None for the others.
 COLUMNS = (
     "key", "dataset", "method", "seed", "condition", "stage", "metric", "value",
-    "penalty_status", "fit_seconds", "cache_seconds", "n_train",
+    "penalty_status", "fit_seconds", "cache_seconds", "calibration", "n_train",
 )  # fmt: skip
 
 
@@ -167,7 +169,8 @@ def load_results(results_dir: str | Path, *, move_corrupt: bool = False) -> RunR
 
 def _rows(record: dict):
     fit = record.get("fit", {})
-    info = (fit.get("penalty_status"), record.get("run", {}).get("fit_seconds"), fit.get("cache_seconds"))
+    info = (fit.get("penalty_status"), record.get("run", {}).get("fit_seconds"), fit.get("cache_seconds"),
+            fit.get("calibration"))  # fmt: skip
     measured = {CLEAN: record["test"], **record.get("conditions", {})}
     for condition, stages in measured.items():
         for stage, metrics in stages.items():
