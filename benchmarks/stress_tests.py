@@ -81,12 +81,12 @@ def _fmt(value: float, metric: str) -> str:
     return "–" if np.isnan(value) else f"{100 * value:.1f}" if metric == "accuracy" else f"{value:.4f}"
 
 
-def family_tables(frame, families, stages) -> list[str]:
+def family_tables(frame, means, families, stages) -> list[str]:
     """Per family: method × stage × metric rows; clean, each severity, the mean over them."""
     lines = ["## Corruptions, per severity", "", "Median over datasets of the seed-mean metric "
              "(accuracy in %); `mean` is the median over datasets of the mean over the severities.", ""]  # fmt: skip
     conditions = frame.attrs["conditions"]
-    means, methods = seed_means(frame), sorted(frame["method"].unique())
+    methods = sorted(frame["method"].unique())
     for family, names in families.items():
         columns = ["clean", *names]
         n = len(next(iter(complete(means, methods, columns, "raw", "nll").values())))
@@ -131,11 +131,11 @@ def summary_table(frame, families, stages) -> list[str]:
             "for the test rows.", "", markdown_table(header, rows), ""]  # fmt: skip
 
 
-def ood_tables(frame, ood, stages) -> list[str]:
+def ood_tables(frame, means, ood, stages) -> list[str]:
     if not ood:
         return []
     conditions = frame.attrs["conditions"]
-    means, methods = seed_means(frame), sorted(frame["method"].unique())
+    methods = sorted(frame["method"].unique())
     labels = [conditions[ood[0]].metrics[m].label for m in OOD_COLUMNS]
     lines = ["## Out-of-distribution detection", "", "Median over datasets; the unprefixed scores "
              "rank rows by predictive entropy, `MSP` by the largest probability; `max-probability` "
@@ -187,11 +187,11 @@ def statistics_tables(frame, families, ood, stages, reference: str) -> list[str]
             "--condition FAMILY --metric METRIC`.", "", markdown_table(header, rows), ""]  # fmt: skip
 
 
-def draw(frame, families, stages, out: Path) -> list[Path]:
+def draw(frame, means, families, stages, out: Path) -> list[Path]:
     from matplotlib.figure import Figure
 
     written, conditions = [], frame.attrs["conditions"]
-    means, methods = seed_means(frame), sorted(frame["method"].unique())
+    methods = sorted(frame["method"].unique())
     for metric, title in (("nll", "NLL"), ("ece", "ECE"), ("accuracy", "accuracy")) if families else ():
         fig = Figure(figsize=(3.3 * len(families), 3.2))
         axes = fig.subplots(1, len(families), squeeze=False)[0]
@@ -230,18 +230,19 @@ def main(argv=None) -> int:
         if hasattr(condition, "family"):
             families.setdefault(condition.family, []).append(name)
     ood = [n for n, c in frame.attrs["conditions"].items() if "auroc" in c.metrics]
+    means = seed_means(frame)
     out = args.out or Path(configs[0].output) / "stress_tests"
     out.mkdir(parents=True, exist_ok=True)
     lines = [
         f"# Stress tests: {', '.join(outputs)}", "",
         f"{frame['dataset'].nunique()} datasets, methods {sorted(frame['method'].unique())}, confirm seeds "
         f"{frame.attrs['seeds']}; TS = `{args.calibrator}` fitted on the clean validation rows.", "",
-        *family_tables(frame, families, stages), *summary_table(frame, families, stages),
-        *ood_tables(frame, ood, stages), *statistics_tables(frame, families, ood, stages, args.reference),
+        *family_tables(frame, means, families, stages), *summary_table(frame, families, stages),
+        *ood_tables(frame, means, ood, stages), *statistics_tables(frame, families, ood, stages, args.reference),
     ]  # fmt: skip
     text = "\n".join(lines)
     (out / "stress_tests.md").write_text(text + "\n")
-    for path in [out / "stress_tests.md", *draw(frame, families, stages, out)]:
+    for path in [out / "stress_tests.md", *draw(frame, means, families, stages, out)]:
         print(f"wrote {path}")
     print(f"\n{text}")
     return 0
