@@ -66,6 +66,7 @@ _EXPORTS: dict[str, str] = {
     # exceptions
     "NeSCalError": "exceptions",
     "NotFittedError": "exceptions",
+    "ParameterError": "exceptions",
     "PenaltyInactiveWarning": "exceptions",
 }
 
@@ -93,7 +94,12 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
         neighbour_confidence_gap,
     )
     from .estimator import NeSCalClassifier, make_tabular_pipeline  # noqa: F401
-    from .exceptions import NeSCalError, NotFittedError, PenaltyInactiveWarning  # noqa: F401
+    from .exceptions import (  # noqa: F401
+        NeSCalError,
+        NotFittedError,
+        ParameterError,
+        PenaltyInactiveWarning,
+    )
     from .graph import build_knn_graph  # noqa: F401
     from .losses import CrossEntropyLoss, NeSCalLoss, TrainingLoss, get_loss  # noqa: F401
     from .metrics import (  # noqa: F401

@@ -1,6 +1,12 @@
 """Post-hoc calibrators as scikit-learn meta-estimators (temperature scaling and friends)."""
 
-from ._crossfit import CALIBRATIONS, CrossFitClassifier, greedy_ensemble_weights, select_calibration
+from ._crossfit import (
+    CALIBRATIONS,
+    CrossFitClassifier,
+    greedy_ensemble_weights,
+    select_calibration,
+    takes_validation_rows,
+)
 from ._ensemble_temperature import CalibratedEnsembleTemperature
 from ._histogram import CalibratedHistogramBinning
 from ._isotonic import CalibratedIsotonic
@@ -22,4 +28,5 @@ __all__ = [
     "CALIBRATIONS",
     "greedy_ensemble_weights",
     "select_calibration",
+    "takes_validation_rows",
 ]

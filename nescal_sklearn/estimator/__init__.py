@@ -17,6 +17,7 @@ _EXPORTS: dict[str, str] = {
     "NeSCalClassifier": "_classifier",
     "Recipe": "_recipes",
     "get_recipe": "_recipes",
+    "limit_threads": "_threads",
     "make_tabular_pipeline": "_pipeline",
 }
 
@@ -29,3 +30,4 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
     from ._pipeline import make_tabular_pipeline  # noqa: F401
     from ._recipes import LATEST_RECIPE, RECIPES, Recipe, get_recipe  # noqa: F401
     from ._schedule import LR_SCHEDULES  # noqa: F401
+    from ._threads import limit_threads  # noqa: F401

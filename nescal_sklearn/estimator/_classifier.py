@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import math
 import numbers
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -21,7 +20,6 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from skorch.callbacks import EarlyStopping, PassthroughScoring, ProgressBar
 from skorch.dataset import Dataset
 from skorch.helper import predefined_split
-from threadpoolctl import threadpool_limits
 from torch import nn
 
 from ..exceptions import PenaltyInactiveWarning
@@ -42,6 +40,7 @@ from ._freeze import Unfreeze, check_freeze_patterns, resolve_frozen
 from ._net import NeSCalNet
 from ._recipes import BEFORE_RECIPES, RECIPES, get_recipe
 from ._schedule import LR_SCHEDULES, lr_scheduler
+from ._threads import limit_threads
 
 __all__ = ["NeSCalClassifier"]
 
@@ -450,7 +449,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         self._forget_fit()
         settings = self.check_params()
         loss, freeze = settings["loss"], settings["freeze"]
-        with self._thread_limits():
+        with limit_threads(self.n_threads):
             rng = check_random_state(self.random_state)
             seed = int(rng.randint(np.iinfo(np.int32).max))
             data = prepare_fit_data(
@@ -964,20 +963,6 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
             return "validation NLL after temperature scaling"
         return "validation NLL"
 
-    @contextlib.contextmanager
-    def _thread_limits(self) -> Iterator[None]:
-        """``n_threads`` torch and BLAS/OpenMP threads for the duration of a call."""
-        if self.n_threads is None:
-            yield
-            return
-        previous = torch.get_num_threads()
-        torch.set_num_threads(self.n_threads)
-        try:
-            with threadpool_limits(limits=self.n_threads):
-                yield
-        finally:
-            torch.set_num_threads(previous)
-
     def _training_device(self) -> torch.device:
         try:
             device = torch.device(self.device)
@@ -1012,7 +997,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
     # --------------------------------------------------------------- prediction
     def _logits(self, X) -> np.ndarray:
         check_is_fitted(self, "module_")
-        with self._thread_limits():
+        with limit_threads(self.n_threads):
             return self._forward(X)
 
     def _forward(self, X) -> np.ndarray:
