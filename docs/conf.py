@@ -100,7 +100,7 @@ html_show_sourcelink = False
 
 # -- the API page lists every public name -------------------------------------------
 PUBLIC_SUBPACKAGES = (
-    "recommended",
+    "ensemble",
     "estimator",
     "nn",
     "preprocessing",

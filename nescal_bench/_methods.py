@@ -57,6 +57,7 @@ TRUSTED = frozenset(
 MOVED = {
     "nescal_sklearn.benchmark.LightGBMClassifier": "nescal_bench.LightGBMClassifier",
     "nescal_sklearn.benchmark.TabMModule": "nescal_sklearn.nn.TabMModule",
+    "nescal_sklearn.calibration.CrossFitClassifier": "nescal_sklearn.ensemble.CrossFitClassifier",
 }
 _KEYED = {new: old for old, new in MOVED.items()}
 

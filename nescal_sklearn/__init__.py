@@ -39,9 +39,9 @@ _EXPORTS: dict[str, str] = {
     "CalibratedHistogramBinning": "calibration",
     "CalibratedEnsembleTemperature": "calibration",
     "CalibratedQuadraticScaling": "calibration",
-    "CrossFitClassifier": "calibration",
-    # the recommended model
-    "make_recommended_classifier": "recommended",
+    # cross-fitted ensembles and the recommended model
+    "CrossFitClassifier": "ensemble",
+    "make_recommended_classifier": "ensemble",
     # metrics, scorers, plotting
     "expected_calibration_error": "metrics",
     "classwise_calibration_error": "metrics",
@@ -86,13 +86,13 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
         CalibratedStructuredMatrixScaling,
         CalibratedTemperature,
         CalibratedVectorScaling,
-        CrossFitClassifier,
     )
     from .diagnostics import (  # noqa: F401
         fisher_laplacian_ratio,
         label_smoothing_bounds,
         neighbour_confidence_gap,
     )
+    from .ensemble import CrossFitClassifier, make_recommended_classifier  # noqa: F401
     from .estimator import NeSCalClassifier, make_tabular_pipeline  # noqa: F401
     from .exceptions import (  # noqa: F401
         NeSCalError,
@@ -117,7 +117,6 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
     from .penalties import NeighbourhoodSmoothing, js_divergence  # noqa: F401
     from .plotting import ReliabilityDisplay  # noqa: F401
     from .preprocessing import RobustSmoothClipScaler, make_tabular_preprocessor  # noqa: F401
-    from .recommended import make_recommended_classifier  # noqa: F401
     from .scorers import (  # noqa: F401
         neg_classwise_calibration_error,
         neg_debiased_calibration_error,

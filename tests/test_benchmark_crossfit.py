@@ -24,7 +24,9 @@ from nescal_bench import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-CF = "nescal_sklearn.calibration.CrossFitClassifier"
+CF = "nescal_sklearn.ensemble.CrossFitClassifier"
+#: Where CrossFitClassifier lived when the study's records were keyed: keys keep that path.
+KEYED_CF = "nescal_sklearn.calibration.CrossFitClassifier"
 HGB = "sklearn.ensemble.HistGradientBoostingClassifier"
 LR = {"class": "sklearn.linear_model.LogisticRegression", "params": {"max_iter": 3000}}
 
@@ -79,7 +81,8 @@ def test_members_in_a_config_are_built_and_key_by_what_the_config_states(tmp_pat
     task = next(t for t in plan_run(config).confirm_fixed if t.method.name == "lr_cf")
     ((name, member),) = task.estimator.estimators
     assert name == "lr" and member.max_iter == 3000
-    assert task.identity["estimator"] == CF and task.identity["kind"] == {"estimator": CF}
+    assert task.identity["estimator"] == KEYED_CF
+    assert task.identity["kind"] == {"estimator": KEYED_CF}
     assert task.identity["params"]["estimators"] == [["lr", LR]]
 
 

@@ -475,11 +475,14 @@ def test_error_unfitted_frozen_estimator():
 
 def test_error_class_missing_from_a_training_part():
     X, y = make_data(n_samples=90)
-    everything = np.arange(y.size)
-    splits = [(everything, everything), (np.flatnonzero(y != 0), np.flatnonzero(y == 0))]
+    # Three folds that partition the rows: the first holds out every row of class 0.
+    zero, other = np.flatnonzero(y == 0), np.flatnonzero(y != 0)
+    half, rest = other[::2], other[1::2]
+    splits = [(other, zero), (np.r_[zero, rest], half), (np.r_[zero, half], rest)]
     message = (
-        "The estimator fitted on the training part of split 1 learned the classes [1, 2], "
-        "but y has the classes [0, 1, 2]; every class must appear in every training part."
+        "LogisticRegression fitted without the rows of fold 0 learned the classes [1, 2], "
+        "but y has [0, 1, 2]: every class needs rows in every fold's training part. Use "
+        "fewer folds, or more rows of the rare classes."
     )
     with pytest.raises(ValueError, match=re.escape(message)):
         CalibratedTemperature(cv=splits).fit(X, y)

@@ -25,11 +25,12 @@ from nescal_sklearn import NeSCalClassifier
 from nescal_sklearn.calibration import (
     CalibratedQuadraticScaling,
     CalibratedTemperature,
-    CrossFitClassifier,
-    greedy_ensemble_weights,
     select_calibration,
+    takes_validation_rows,
 )
-from nescal_sklearn.calibration._crossfit import takes_validation_rows
+from nescal_sklearn.calibration._folds import inner_split
+from nescal_sklearn.calibration._temperature import fit_temperature
+from nescal_sklearn.ensemble import CrossFitClassifier, greedy_ensemble_weights
 
 pytestmark = pytest.mark.numerical
 
@@ -161,18 +162,6 @@ def test_each_fold_gets_its_own_seed_and_a_fit_is_reproducible(cancer):
     np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
 
 
-def test_map_on_the_folds_averages_the_calibrated_fold_models(cancer):
-    X, y = cancer
-    model = CrossFitClassifier(
-        [("lr", _lr())], cv=3, calibration="temperature", map_on="folds", random_state=0
-    ).fit(X, y)
-    by_hand = []
-    for (fitted,) in model.estimators_:
-        z = np.log(fitted.predict_proba(X[:7]))
-        by_hand.append(model.calibrator_.predict_proba(z))
-    np.testing.assert_allclose(model.predict_proba(X[:7]), np.mean(by_hand, axis=0), rtol=1e-7)
-
-
 def test_bad_settings_name_the_parameter():
     X, y = load_iris(return_X_y=True)
     with pytest.raises(
@@ -233,27 +222,24 @@ def test_quadratic_scaling_is_the_logistic_regression_on_one_z_and_z_squared():
 # -- the calibrators' cv mode -------------------------------------------------------------
 
 
-def test_a_pooled_map_is_fitted_on_every_rows_out_of_fold_logits(cancer):
+def test_the_cv_modes_oof_proba_is_held_out_for_the_model_and_the_map(cancer):
     X, y = cancer
     cv = StratifiedKFold(3, shuffle=True, random_state=0)
-    pooled = CalibratedTemperature(_lr(), cv=cv, cv_calibration="pooled", guard=None).fit(X, y)
-    maps = {id(pair.calibrator) for pair in pooled.calibrated_classifiers_}
-    assert len(maps) == 1
-    # The temperature is the one fitted on the pooled out-of-fold logits, by hand.
-    from nescal_sklearn.calibration._temperature import fit_temperature
-
-    logits = np.empty((len(y), 2))
-    for train, test in cv.split(X, y):
-        logits[test] = np.log(clone(_lr()).fit(X[train], y[train]).predict_proba(X[test]))
-    assert pooled.temperature_ == pytest.approx(fit_temperature(logits, y), rel=1e-5)
-    assert pooled.oof_proba_.shape == (len(y), 2)
-    # Prediction: the map on the average of the fold models' probabilities.
-    mean = np.mean(
-        [softmax(pair.logits(X[:5]), axis=1) for pair in pooled.calibrated_classifiers_], axis=0
-    )
-    np.testing.assert_allclose(
-        pooled.predict_proba(X[:5]), softmax(np.log(mean) / pooled.temperature_, axis=1), rtol=1e-7
-    )
-    per_fold = CalibratedTemperature(_lr(), cv=cv, guard=None).fit(X, y)
-    assert len({id(pair.calibrator) for pair in per_fold.calibrated_classifiers_}) == 3
-    assert per_fold.oof_proba_.shape == (len(y), 2)
+    model = CalibratedTemperature(_lr(), cv=cv, guard=None, random_state=5).fit(X, y)
+    assert model.oof_proba_.shape == (len(y), 2)
+    rng = np.random.RandomState(5)  # one inner seed per fold, drawn in fold order
+    for (train, test), pair in zip(cv.split(X, y), model.calibrated_classifiers_, strict=True):
+        logits = np.log(clone(_lr()).fit(X[train], y[train]).predict_proba(X[test]))
+        # The fold's map, which predict uses, is fitted on all of the fold's held-out rows.
+        assert pair.calibrator.temperature_ == pytest.approx(
+            fit_temperature(logits, y[test]), rel=1e-5
+        )
+        # Each out-of-fold row goes through a temperature fitted on the fold's other rows.
+        for inner_train, inner_test in inner_split(y[test], rng.randint(2**31 - 1)):
+            temperature = fit_temperature(logits[inner_train], y[test][inner_train])
+            np.testing.assert_allclose(
+                model.oof_proba_[test[inner_test]],
+                softmax(logits[inner_test] / temperature, axis=1),
+                rtol=1e-5,
+                atol=2e-15,  # no calibrated probability is below 1e-15 (the floor)
+            )

@@ -45,6 +45,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "calibration": frozenset({"metrics"}),
     "scorers": frozenset({"metrics"}),
     "plotting": frozenset({"metrics"}),
+    "ensemble": frozenset({"calibration", "estimator", "metrics", "preprocessing"}),
     "diagnostics": frozenset(
         {
             "metrics",
@@ -58,7 +59,6 @@ ALLOWED: dict[str, frozenset[str]] = {
             "plotting",
         }
     ),
-    "recommended": frozenset({"estimator", "calibration", "preprocessing"}),
 }
 
 #: The only names a room may take from the top-level package itself.
@@ -176,6 +176,76 @@ def test_rooms_import_only_lower_rooms_and_only_their_public_names():
     bad = [violation for path in _modules() for violation in _violations(path)]
     if bad:
         pytest.fail("Imports that break the layer order:\n" + "\n".join(bad), pytrace=False)
+
+
+def _import_graph(paths: list[Path]) -> dict[str, set[str]]:
+    """Module -> the modules of the tree it imports (at the top, in functions, anywhere)."""
+    graph = {_module_name(path): set() for path in paths}
+    for path in paths:
+        source = _module_name(path)
+        graph[source] |= {target for _, _, target, _ in _imports(path) if target in graph}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), or a module
+    that imports itself: each is an import cycle."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph[node]):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1 or node in graph[node]:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_modules_import_each_other_in_a_loop():
+    # The top-level package re-exports every room (lazily); a room may take only
+    # __version__ from it, so its edges are left out rather than counted as loops.
+    paths = [path for path in _modules() if path != PACKAGE / "__init__.py"]
+    cycles = _cycles(_import_graph(paths))
+    assert cycles == [], "Modules that import each other in a loop:\n" + "\n".join(
+        " <-> ".join(cycle) for cycle in cycles
+    )
+
+
+def test_the_cycle_checker_sees_a_loop_through_a_function_level_import(tmp_path, monkeypatch):
+    package = tmp_path / ROOT
+    files = {
+        "__init__.py": "",
+        "calibration/__init__.py": "from ._base import f\n",
+        "calibration/_base.py": "def f():\n    from ._crossfit import g\n",
+        "calibration/_crossfit.py": "from ._base import f\n\ndef g():\n    pass\n",
+        "calibration/_maps.py": "",
+    }
+    for name, text in files.items():
+        (package / name).parent.mkdir(parents=True, exist_ok=True)
+        (package / name).write_text(text)
+    monkeypatch.setitem(globals(), "PACKAGE", package)
+    graph = _import_graph(sorted(package.rglob("*.py")))
+    assert _cycles(graph) == [
+        ["nescal_sklearn.calibration._base", "nescal_sklearn.calibration._crossfit"]
+    ]
 
 
 def test_the_checker_sees_each_kind_of_violation(tmp_path, monkeypatch):

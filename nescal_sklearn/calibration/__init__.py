@@ -1,16 +1,19 @@
-"""Post-hoc calibrators as scikit-learn meta-estimators (temperature scaling and friends)."""
+"""Post-hoc calibrators as scikit-learn meta-estimators (temperature scaling and friends),
+the calibration maps a cross-fitted ensemble chooses from, and the fold layer they share."""
 
-from ._crossfit import (
-    CALIBRATIONS,
-    CrossFitClassifier,
-    greedy_ensemble_weights,
-    select_calibration,
-    takes_validation_rows,
-)
 from ._ensemble_temperature import CalibratedEnsembleTemperature
+from ._folds import (
+    cross_fit,
+    estimator_logits,
+    out_of_fold_logits,
+    takes_validation_rows,
+    validated_sample_weight,
+)
 from ._histogram import CalibratedHistogramBinning
 from ._isotonic import CalibratedIsotonic
+from ._maps import calibrate_probabilities, log_probabilities
 from ._quadratic import CalibratedQuadraticScaling
+from ._select import CALIBRATIONS, fit_calibration, select_calibration
 from ._structured_matrix import CalibratedStructuredMatrixScaling
 from ._temperature import CalibratedTemperature
 from ._vector_matrix import CalibratedMatrixScaling, CalibratedVectorScaling
@@ -24,9 +27,14 @@ __all__ = [
     "CalibratedHistogramBinning",
     "CalibratedEnsembleTemperature",
     "CalibratedQuadraticScaling",
-    "CrossFitClassifier",
     "CALIBRATIONS",
-    "greedy_ensemble_weights",
+    "calibrate_probabilities",
+    "cross_fit",
+    "estimator_logits",
+    "fit_calibration",
+    "log_probabilities",
+    "out_of_fold_logits",
     "select_calibration",
     "takes_validation_rows",
+    "validated_sample_weight",
 ]

@@ -37,7 +37,7 @@ from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import check_cv
 from sklearn.utils import _safe_indexing, check_random_state, get_tags, indexable
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.metadata_routing import (
     MetadataRouter,
     MethodMapping,
@@ -48,7 +48,6 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
     _check_method_params,
     _num_features,
-    check_array,
     check_consistent_length,
     check_is_fitted,
     column_or_1d,
@@ -56,57 +55,24 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
+from ._folds import (
+    check_fold_classes,
+    cross_fit,
+    estimator_logits,
+    inner_split,
+    out_of_fold_logits,
+    validated_sample_weight,
+)
 from ._maps import (
-    PROBA_FLOOR,
     ModelMixture,
     PresentClassesMap,
     _CalibrationMap,
-    calibrate_probabilities,
     fit_map,
     fit_present_classes,
     floor_probabilities,
 )
 
 __all__ = ["PostHocCalibrator"]
-
-
-def _scores_to_logits(scores, response_method: str, n_classes: int) -> np.ndarray | None:
-    """Bring a response to logits of shape (n, n_classes); ``None`` if the shape does not fit."""
-    scores = np.asarray(scores, dtype=np.float64)
-    if response_method == "predict_proba":
-        if scores.ndim == 2 and scores.shape[1] == n_classes:
-            return np.log(np.clip(scores, PROBA_FLOOR, 1.0))
-        return None
-    if n_classes == 2 and (scores.ndim == 1 or (scores.ndim == 2 and scores.shape[1] == 1)):
-        # scikit-learn's binary decision_function is the logit of classes_[1].
-        decision = scores.reshape(-1)
-        return np.column_stack([np.zeros_like(decision), decision])
-    if scores.ndim == 2 and scores.shape[1] == n_classes:
-        return scores
-    return None
-
-
-def _estimator_logits(
-    estimator, X, n_classes: int, response_method: str | None = None
-) -> tuple[np.ndarray, str]:
-    """Logits of ``estimator`` on ``X`` and the response method they came from.
-
-    ``decision_function`` is preferred when it has one column per class (or is the 1-D
-    binary score); otherwise the logarithm of the clipped ``predict_proba``.
-    """
-    if response_method is None:
-        candidates = [m for m in ("decision_function", "predict_proba") if hasattr(estimator, m)]
-    else:
-        candidates = [response_method]
-    for method in candidates:
-        logits = _scores_to_logits(getattr(estimator, method)(X), method, n_classes)
-        if logits is not None:
-            return logits, method
-    raise ValueError(
-        f"{type(estimator).__name__} gives neither a decision_function of shape (n_samples,) "
-        f"or (n_samples, {n_classes}) nor a predict_proba of shape (n_samples, {n_classes}) "
-        f"for its {n_classes} classes; tried {candidates}."
-    )
 
 
 class _CalibratedClassifier:
@@ -141,7 +107,7 @@ class _CalibratedClassifier:
         return np.empty(0, dtype=np.intp)
 
     def logits(self, X) -> np.ndarray:
-        return _estimator_logits(self.estimator, X, self.n_classes, self.response_method)[0]
+        return estimator_logits(self.estimator, X, self.n_classes, self.response_method)[0]
 
     def predict_proba(self, X) -> np.ndarray:
         return floor_probabilities(self.calibrator.predict_proba(self.logits(X)))
@@ -188,23 +154,6 @@ def _encode_labels(y: np.ndarray, classes: np.ndarray) -> np.ndarray:
     return np.array([lookup[label] for label in uniques.tolist()], dtype=np.intp)[inverse]
 
 
-def _validated_sample_weight(sample_weight, n_samples: int) -> np.ndarray | None:
-    if sample_weight is None:
-        return None
-    sample_weight = check_array(
-        sample_weight, ensure_2d=False, dtype=np.float64, input_name="sample_weight"
-    )
-    sample_weight = column_or_1d(sample_weight, input_name="sample_weight")
-    if sample_weight.shape != (n_samples,):
-        raise ValueError(
-            f"sample_weight has shape {sample_weight.shape}; expected ({n_samples},), "
-            "one weight per sample."
-        )
-    if np.any(sample_weight < 0):
-        raise ValueError("sample_weight has negative values; weights must be non-negative.")
-    return sample_weight
-
-
 class PostHocCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     """Base class of the post-hoc calibrators (not for direct use).
 
@@ -228,13 +177,8 @@ class PostHocCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         accepted by :func:`sklearn.model_selection.check_cv` (an int means
         ``StratifiedKFold``). Must be ``None`` with a frozen estimator.
     random_state : int, RandomState instance or None, default=None
-        Seeds the held-out split. Ignored with ``cv`` or a frozen estimator.
-    cv_calibration : {"per_fold", "pooled"}, default="per_fold"
-        With ``cv``: one calibration map fitted on the pooled out-of-fold logits of all
-        rows (every row calibrates), applied to the average of the fold models'
-        probabilities; or one map per fold, fitted on that fold's held-out rows and
-        applied to its own model, the probabilities then averaged. Ignored without
-        ``cv``.
+        Seeds the held-out split, or with ``cv`` the inner split that holds
+        ``oof_proba_`` out of each fold's map. Ignored with a frozen estimator.
     n_jobs : int or None, default=None
         With ``cv``: the fold models are fitted in parallel through joblib (``None``: one
         at a time, unless a ``joblib.parallel_backend`` context, such as a dask
@@ -245,8 +189,13 @@ class PostHocCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     With ``cv``, an estimator whose ``fit`` takes ``X_val``/``y_val`` and early-stops on
     them (``NeSCalClassifier``, ``HistGradientBoostingClassifier(early_stopping=True)``)
     early-stops each fold model on the fold it did not train on, instead of holding out
-    rows of its own; ``oof_proba_`` then holds the calibrated probabilities of every row
-    from the fold model that did not train on it.
+    rows of its own. With ``cv`` each fold's map is fitted on the fold's held-out rows and
+    applied to its own model, and the calibrated probabilities of the fold pairs are
+    averaged (scikit-learn's ``CalibratedClassifierCV(ensemble=True)``). ``oof_proba_``
+    then holds every row's calibrated probabilities held out for both the model and the
+    map: from the fold model that did not train on the row, through a map fitted on the
+    fold's other held-out rows (an inner split, seeded by ``random_state``), so that it
+    scores the calibration honestly.
 
     ``fit`` refuses empty input. Small or incomplete calibration sets are accepted, and
     three rules, the same for every calibrator, keep them from making the model much
@@ -300,7 +249,6 @@ class PostHocCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "cv": ["cv_object"],
         "random_state": ["random_state"],
-        "cv_calibration": [StrOptions({"pooled", "per_fold"})],
         "n_jobs": [None, Integral],
     }
 
@@ -311,14 +259,12 @@ class PostHocCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         validation_fraction=0.2,
         cv=None,
         random_state=None,
-        cv_calibration="per_fold",
         n_jobs=None,
     ):
         self.estimator = estimator
         self.validation_fraction = validation_fraction
         self.cv = cv
         self.random_state = random_state
-        self.cv_calibration = cv_calibration
         self.n_jobs = n_jobs
 
     # -- hooks for subclasses ----------------------------------------------------------
@@ -392,7 +338,7 @@ class PostHocCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
                 f"{type(self).__name__} cannot be fitted on empty input: X and y have 0 rows "
                 "(samples)."
             )
-        sample_weight = _validated_sample_weight(sample_weight, y.shape[0])
+        sample_weight = validated_sample_weight(sample_weight, y.shape[0])
 
         estimator = self._get_estimator()
         frozen = isinstance(estimator, FrozenEstimator)
@@ -506,51 +452,47 @@ class PostHocCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             train, test = self._held_out_split(y_encoded)
             fit_params = _check_method_params(X, params=estimator_params, indices=train)
             fitted = clone(estimator).fit(_safe_indexing(X, train), y[train], **fit_params)
-            self._check_fitted_classes(fitted, 0)
+            check_fold_classes(fitted, self.classes_, None)
             weights = None if sample_weight is None else sample_weight[test]
-            return [self._calibrate(fitted, _safe_indexing(X, test), y_encoded[test], weights, None)]
-        from ._crossfit import cross_fit, out_of_fold_logits
-
+            return [
+                self._calibrate(fitted, _safe_indexing(X, test), y_encoded[test], weights, None)
+            ]
         cv = check_cv(self.cv, y_encoded, classifier=True)
         folds = list(cv.split(X, y_encoded, **split_params))
-        fitted = [
-            models[0]
-            for models in cross_fit(
-                [estimator], X, y, folds, fit_params=[estimator_params], n_jobs=self.n_jobs
-            )
-        ]
-        for split, model in enumerate(fitted):
-            self._check_fitted_classes(model, split)
-        if self.cv_calibration == "per_fold":
-            pairs, response_method = [], None
-            for model, (_, test) in zip(fitted, folds, strict=True):
-                weights = None if sample_weight is None else sample_weight[test]
-                pair = self._calibrate(
-                    model, _safe_indexing(X, test), y_encoded[test], weights, response_method
-                )
-                response_method = pair.response_method
-                pairs.append(pair)
-            self._set_oof_proba(pairs, X, folds)
-            return pairs
-        # One map on the pooled out-of-fold logits of every row, shared by the fold models.
-        logits = out_of_fold_logits([[m] for m in fitted], X, folds, self.classes_)[0]
-        _, response_method = _estimator_logits(
-            fitted[0], _safe_indexing(X, folds[0][1][:1]), self.classes_.size
+        fitted = cross_fit(
+            [estimator], X, y, folds, fit_params=[estimator_params], n_jobs=self.n_jobs
         )
-        calibrator = self._fit_map(logits, y_encoded, sample_weight)
-        pairs = [
-            _CalibratedClassifier(model, calibrator, response_method, self.classes_.size)
-            for model in fitted
-        ]
-        self.oof_proba_ = floor_probabilities(calibrator.predict_proba(logits))
+        logits = out_of_fold_logits(fitted, X, folds, self.classes_)[0]
+        rng = check_random_state(self.random_state)
+        pairs, response_method = [], None
+        self.oof_proba_ = np.empty_like(logits)
+        for (model,), (_, test) in zip(fitted, folds, strict=True):
+            weights = None if sample_weight is None else sample_weight[test]
+            pair = self._calibrate(
+                model, _safe_indexing(X, test), y_encoded[test], weights, response_method
+            )
+            response_method = pair.response_method
+            pairs.append(pair)
+            self.oof_proba_[test] = self._held_out_proba(
+                logits[test], y_encoded[test], weights, rng.randint(2**31 - 1)
+            )
         return pairs
 
-    def _set_oof_proba(self, pairs: list[_CalibratedClassifier], X, folds) -> None:
-        """Every row's calibrated probabilities from the fold pair that held it out."""
-        n_samples = sum(len(test) for _, test in folds)
-        self.oof_proba_ = np.empty((n_samples, self.classes_.size))
-        for pair, (_, test) in zip(pairs, folds, strict=True):
-            self.oof_proba_[test] = pair.predict_proba(_safe_indexing(X, test))
+    def _held_out_proba(self, logits, y_encoded, sample_weight, seed: int) -> np.ndarray:
+        """Each row's calibrated probabilities from a map fitted without it: the map is
+        fitted on the other parts of an inner split of the rows (:func:`inner_split`).
+        Rows that no map can be fitted without (a part whose other rows weigh nothing)
+        keep the model's own probabilities."""
+        proba = softmax(logits, axis=1)
+        for train, test in inner_split(y_encoded, seed):
+            weights = None if sample_weight is None else sample_weight[train]
+            if weights is not None and not weights.sum() > 0:
+                continue
+            with warnings.catch_warnings():  # the maps of the parts warn like the fold's
+                warnings.simplefilter("ignore")
+                fitted = self._fit_map(logits[train], y_encoded[train], weights)
+            proba[test] = fitted.predict_proba(logits[test])
+        return floor_probabilities(proba)
 
     def _held_out_split(self, y_encoded: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Stratified (fit, calibration) indices with every class on both sides."""
@@ -574,18 +516,9 @@ class PostHocCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         train = np.setdiff1d(np.arange(y_encoded.size), test, assume_unique=True)
         return train, test
 
-    def _check_fitted_classes(self, fitted, split: int) -> None:
-        learned = np.asarray(fitted.classes_)
-        if learned.shape != self.classes_.shape or np.any(learned != self.classes_):
-            raise ValueError(
-                f"The estimator fitted on the training part of split {split} learned the "
-                f"classes {learned.tolist()!r}, but y has the classes "
-                f"{self.classes_.tolist()!r}; every class must appear in every training part."
-            )
-
     def _calibrate(self, fitted, X, y_encoded, sample_weight, response_method):
         n_classes = self.classes_.size
-        logits, response_method = _estimator_logits(fitted, X, n_classes, response_method)
+        logits, response_method = estimator_logits(fitted, X, n_classes, response_method)
         calibrator = self._fit_map(logits, y_encoded, sample_weight)
         return _CalibratedClassifier(fitted, calibrator, response_method, n_classes)
 
@@ -667,21 +600,8 @@ class PostHocCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             return X
         return validate_data(self, X, reset=False, skip_check_array=True)
 
-    def _pooled_map(self) -> _CalibrationMap | None:
-        """The map shared by every pair (``cv`` with ``cv_calibration="pooled"``), else None."""
-        pairs = self.calibrated_classifiers_
-        if len(pairs) > 1 and all(pair.calibrator is pairs[0].calibrator for pair in pairs):
-            return pairs[0].calibrator
-        return None
-
     def _mean_proba(self, X) -> np.ndarray:
-        pairs = self.calibrated_classifiers_
-        shared = self._pooled_map()
-        if shared is not None:
-            # The pooled map calibrates the average of the fold models' probabilities.
-            mean = np.mean([softmax(pair.logits(X), axis=1) for pair in pairs], axis=0)
-            return calibrate_probabilities(shared, mean)
-        probas = [pair.predict_proba(X) for pair in pairs]
+        probas = [pair.predict_proba(X) for pair in self.calibrated_classifiers_]
         return np.mean(probas, axis=0) if len(probas) > 1 else probas[0]
 
     def predict_proba(self, X):

@@ -91,11 +91,10 @@ class CalibratedEnsembleTemperature(ArgmaxPreservingMixin, PostHocCalibrator):
         ``None`` fits on a held-out split; otherwise the folds of a cross-fitting (an int
         means ``StratifiedKFold``). Must be ``None`` with a frozen estimator.
     random_state : int, RandomState instance or None, default=None
-        Seeds the held-out split. Ignored with ``cv`` or a frozen estimator.
-    cv_calibration : {"per_fold", "pooled"}, default="per_fold"
+        Seeds the held-out split, or with ``cv`` the inner split that holds
+        ``oof_proba_`` out of each fold's map. Ignored with a frozen estimator.
     n_jobs : int or None, default=None
-        With ``cv`` only: one map per fold or one pooled map, and the fold models' parallel
-        fits, as in :class:`PostHocCalibrator`.
+        With ``cv`` only: the fold models' parallel fits, as in :class:`PostHocCalibrator`.
 
     Attributes
     ----------

@@ -102,11 +102,10 @@ class CalibratedHistogramBinning(PostHocCalibrator):
         ``None`` fits on a held-out split; otherwise the folds of a cross-fitting (an int
         means ``StratifiedKFold``). Must be ``None`` with a frozen estimator.
     random_state : int, RandomState instance or None, default=None
-        Seeds the held-out split. Ignored with ``cv`` or a frozen estimator.
-    cv_calibration : {"per_fold", "pooled"}, default="per_fold"
+        Seeds the held-out split, or with ``cv`` the inner split that holds
+        ``oof_proba_`` out of each fold's map. Ignored with a frozen estimator.
     n_jobs : int or None, default=None
-        With ``cv`` only: one map per fold or one pooled map, and the fold models' parallel
-        fits, as in :class:`PostHocCalibrator`.
+        With ``cv`` only: the fold models' parallel fits, as in :class:`PostHocCalibrator`.
     n_bins : int, default=15
         Number of equal-mass bins per class (fewer when scores are tied).
 
@@ -157,7 +156,6 @@ class CalibratedHistogramBinning(PostHocCalibrator):
         validation_fraction=0.2,
         cv=None,
         random_state=None,
-        cv_calibration="per_fold",
         n_jobs=None,
         n_bins=15,
     ):
@@ -166,7 +164,6 @@ class CalibratedHistogramBinning(PostHocCalibrator):
             validation_fraction=validation_fraction,
             cv=cv,
             random_state=random_state,
-            cv_calibration=cv_calibration,
             n_jobs=n_jobs,
         )
         self.n_bins = n_bins

@@ -78,10 +78,8 @@ class CalibratedQuadraticScaling(LogitOutputMixin, PostHocCalibrator):
         ``None`` fits on a held-out split; otherwise the folds of a cross-fitting.
     random_state : int, RandomState instance or None, default=None
         Seeds the held-out split.
-    cv_calibration : {"per_fold", "pooled"}, default="per_fold"
     n_jobs : int or None, default=None
-        With ``cv`` only: one map per fold or one pooled map, and the fold models' parallel
-        fits, as in :class:`PostHocCalibrator`.
+        With ``cv`` only: the fold models' parallel fits, as in :class:`PostHocCalibrator`.
 
     Attributes
     ----------

@@ -168,11 +168,10 @@ class CalibratedStructuredMatrixScaling(LogitOutputMixin, PostHocCalibrator):
         ``None`` fits on a held-out split; otherwise the folds of a cross-fitting (an int
         means ``StratifiedKFold``). Must be ``None`` with a frozen estimator.
     random_state : int, RandomState instance or None, default=None
-        Seeds the held-out split. Ignored with ``cv`` or a frozen estimator.
-    cv_calibration : {"per_fold", "pooled"}, default="per_fold"
+        Seeds the held-out split, or with ``cv`` the inner split that holds
+        ``oof_proba_`` out of each fold's map. Ignored with a frozen estimator.
     n_jobs : int or None, default=None
-        With ``cv`` only: one map per fold or one pooled map, and the fold models' parallel
-        fits, as in :class:`PostHocCalibrator`.
+        With ``cv`` only: the fold models' parallel fits, as in :class:`PostHocCalibrator`.
     lambda_intercept : float, default=1.0
         Base strength of the ridge penalty on the intercept ``b``.
     lambda_diagonal : float, default=1.0
@@ -289,7 +288,6 @@ class CalibratedStructuredMatrixScaling(LogitOutputMixin, PostHocCalibrator):
         validation_fraction=0.2,
         cv=None,
         random_state=None,
-        cv_calibration="per_fold",
         n_jobs=None,
         lambda_intercept=1.0,
         lambda_diagonal=1.0,
@@ -302,7 +300,6 @@ class CalibratedStructuredMatrixScaling(LogitOutputMixin, PostHocCalibrator):
             validation_fraction=validation_fraction,
             cv=cv,
             random_state=random_state,
-            cv_calibration=cv_calibration,
             n_jobs=n_jobs,
         )
         self.lambda_intercept = lambda_intercept

@@ -297,10 +297,8 @@ class CalibratedTemperature(ArgmaxPreservingMixin, LogitOutputMixin, PostHocCali
     random_state : int, RandomState instance or None, default=None
         Seeds the held-out split (ignored with ``cv`` or a frozen estimator) and the
         bootstrap of ``guard="shrinkage"`` (0 when None).
-    cv_calibration : {"per_fold", "pooled"}, default="per_fold"
     n_jobs : int or None, default=None
-        With ``cv`` only: one map per fold or one pooled map, and the fold models' parallel
-        fits, as in :class:`PostHocCalibrator`.
+        With ``cv`` only: the fold models' parallel fits, as in :class:`PostHocCalibrator`.
     guard : {"shrinkage", "mixture"} or None, default="shrinkage"
         Protection against a temperature that the calibration rows do not support,
         which on small or easy calibration sets (a few errors, or none) can make the
@@ -422,7 +420,6 @@ class CalibratedTemperature(ArgmaxPreservingMixin, LogitOutputMixin, PostHocCali
         validation_fraction=0.2,
         cv=None,
         random_state=None,
-        cv_calibration="per_fold",
         n_jobs=None,
         guard="shrinkage",
     ):
@@ -431,7 +428,6 @@ class CalibratedTemperature(ArgmaxPreservingMixin, LogitOutputMixin, PostHocCali
             validation_fraction=validation_fraction,
             cv=cv,
             random_state=random_state,
-            cv_calibration=cv_calibration,
             n_jobs=n_jobs,
         )
         self.guard = guard

@@ -114,11 +114,10 @@ class CalibratedVectorScaling(LogitOutputMixin, PostHocCalibrator):
         ``None`` fits on a held-out split; otherwise the folds of a cross-fitting (an int
         means ``StratifiedKFold``). Must be ``None`` with a frozen estimator.
     random_state : int, RandomState instance or None, default=None
-        Seeds the held-out split. Ignored with ``cv`` or a frozen estimator.
-    cv_calibration : {"per_fold", "pooled"}, default="per_fold"
+        Seeds the held-out split, or with ``cv`` the inner split that holds
+        ``oof_proba_`` out of each fold's map. Ignored with a frozen estimator.
     n_jobs : int or None, default=None
-        With ``cv`` only: one map per fold or one pooled map, and the fold models' parallel
-        fits, as in :class:`PostHocCalibrator`.
+        With ``cv`` only: the fold models' parallel fits, as in :class:`PostHocCalibrator`.
 
     Attributes
     ----------
@@ -196,11 +195,10 @@ class CalibratedMatrixScaling(LogitOutputMixin, PostHocCalibrator):
         ``None`` fits on a held-out split; otherwise the folds of a cross-fitting (an int
         means ``StratifiedKFold``). Must be ``None`` with a frozen estimator.
     random_state : int, RandomState instance or None, default=None
-        Seeds the held-out split. Ignored with ``cv`` or a frozen estimator.
-    cv_calibration : {"per_fold", "pooled"}, default="per_fold"
+        Seeds the held-out split, or with ``cv`` the inner split that holds
+        ``oof_proba_`` out of each fold's map. Ignored with a frozen estimator.
     n_jobs : int or None, default=None
-        With ``cv`` only: one map per fold or one pooled map, and the fold models' parallel
-        fits, as in :class:`PostHocCalibrator`.
+        With ``cv`` only: the fold models' parallel fits, as in :class:`PostHocCalibrator`.
     reg_lambda : float, default=1e-3
         Weight of the off-diagonal penalty on ``W``.
     reg_mu : float, default=1e-3
@@ -255,7 +253,6 @@ class CalibratedMatrixScaling(LogitOutputMixin, PostHocCalibrator):
         validation_fraction=0.2,
         cv=None,
         random_state=None,
-        cv_calibration="per_fold",
         n_jobs=None,
         reg_lambda=1e-3,
         reg_mu=1e-3,
@@ -265,7 +262,6 @@ class CalibratedMatrixScaling(LogitOutputMixin, PostHocCalibrator):
             validation_fraction=validation_fraction,
             cv=cv,
             random_state=random_state,
-            cv_calibration=cv_calibration,
             n_jobs=n_jobs,
         )
         self.reg_lambda = reg_lambda

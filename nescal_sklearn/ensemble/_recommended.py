@@ -1,4 +1,5 @@
-"""``make_recommended_classifier``: cross-fitted NeSCal networks, calibrated out of fold."""
+"""``make_recommended_classifier``: cross-fitted NeSCal networks and gradient boosting,
+calibrated out of fold."""
 
 from __future__ import annotations
 
@@ -9,22 +10,20 @@ from typing import Any
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.pipeline import Pipeline
 
-from ..calibration import CrossFitClassifier
 from ..estimator import NeSCalClassifier
 from ..preprocessing import make_tabular_preprocessor
+from ._crossfit import CrossFitClassifier
 
 __all__ = ["RECOMMENDED", "make_recommended_classifier"]
 
 #: What the recommended model is, as measured by the out-of-fold study
-#: (``docs/oof_ensembles.md``): the NeSCal members' recipe and settings, the number of
-#: folds, whether a gradient-boosting member joins them, and where the map applies.
+#: (``docs/oof_ensembles.md``): the NeSCal members' recipe and settings, and the number
+#: of folds.
 RECOMMENDED: Mapping[str, Any] = MappingProxyType(
     {
         "recipe": "2026-12-04",
         "member_params": MappingProxyType({"patience": 10}),
         "folds": 5,
-        "boosting_member": True,
-        "map_on": "ensemble",
     }
 )
 
@@ -37,9 +36,8 @@ def make_recommended_classifier(
     Every training row trains and every row calibrates. The returned (unfitted)
     scikit-learn pipeline preprocesses a raw table (numeric and categorical columns,
     missing values: :func:`~nescal_sklearn.make_tabular_preprocessor`), then fits a
-    :class:`~nescal_sklearn.calibration.CrossFitClassifier`: ``NeSCalClassifier`` members
-    (and a ``HistGradientBoostingClassifier(early_stopping=True)`` member, where
-    :data:`RECOMMENDED` says so) cross-fitted on 5 folds, each early-stopping on the fold
+    :class:`~nescal_sklearn.ensemble.CrossFitClassifier`: ``NeSCalClassifier`` members
+    and ``HistGradientBoostingClassifier(early_stopping=True)`` members cross-fitted on 5 folds, each early-stopping on the fold
     it did not train on, weighted by greedy ensemble selection on their out-of-fold
     predictions, and calibrated by one map chosen out of fold among none, temperature
     scaling, quadratic scaling (binary) and structured matrix scaling (multiclass).
@@ -67,7 +65,7 @@ def make_recommended_classifier(
     --------
     >>> import pandas as pd
     >>> from sklearn.datasets import load_breast_cancer
-    >>> from nescal_sklearn import make_recommended_classifier
+    >>> from nescal_sklearn.ensemble import make_recommended_classifier
     >>> X, y = load_breast_cancer(return_X_y=True, as_frame=True)
     >>> model = make_recommended_classifier(random_state=0)
     >>> _ = model.set_params(  # a quick example: 5 epochs, the penalty from the third
@@ -80,10 +78,9 @@ def make_recommended_classifier(
         (
             "nescal",
             NeSCalClassifier(recipe=RECOMMENDED["recipe"], **RECOMMENDED["member_params"]),
-        )
+        ),
+        ("hgb", HistGradientBoostingClassifier(early_stopping=True)),
     ]
-    if RECOMMENDED["boosting_member"]:
-        members.append(("hgb", HistGradientBoostingClassifier(early_stopping=True)))
     return Pipeline(
         [
             ("preprocess", make_tabular_preprocessor()),
@@ -93,7 +90,6 @@ def make_recommended_classifier(
                     members,
                     cv=RECOMMENDED["folds"],
                     calibration="auto",
-                    map_on=RECOMMENDED["map_on"],
                     n_jobs=n_jobs,
                     random_state=random_state,
                 ),

@@ -1,0 +1,150 @@
+"""The calibration maps a cross-fitted ensemble chooses from, and the choice out of fold.
+
+:data:`CALIBRATIONS` names the candidate maps, built from the map classes themselves;
+:func:`select_calibration` picks one by an inner cross-validation on out-of-fold logits
+(preferring the simpler map within one standard error), and :func:`fit_calibration`
+fits the chosen one on all of them.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+from functools import partial
+
+import numpy as np
+
+from ._folds import inner_split
+from ._maps import _CalibrationMap, _LogitMap, fit_map, floor_probabilities
+from ._quadratic import _QuadraticScalingMap
+from ._structured_matrix import _StructuredMatrixScalingMap
+from ._temperature import _TemperatureMap
+
+__all__ = ["CALIBRATIONS", "fit_calibration", "select_calibration"]
+
+
+class _IdentityMap(_LogitMap):
+    """The map that changes nothing (the uncalibrated ensemble)."""
+
+    def fit(self, logits, y, sample_weight=None):
+        return self
+
+    def transform(self, logits):
+        return logits
+
+    def n_parameters(self) -> int:
+        return 0
+
+
+#: Calibration maps by name, in order of complexity (the selection prefers the earlier
+#: of two maps that tie within noise): name -> (map factory, classes it applies to).
+CALIBRATIONS: dict[str, tuple[Callable[[], _CalibrationMap], str]] = {
+    "identity": (_IdentityMap, "any"),
+    # ts-mix: temperature scaling mixed with the uniform distribution at 1/(n + 1), so
+    # that a near-separable calibration set cannot make one test error cost everything.
+    "temperature": (partial(_TemperatureMap, "mixture"), "any"),
+    "quadratic": (_QuadraticScalingMap, "binary"),
+    "sms": (_StructuredMatrixScalingMap, "multiclass"),
+}
+
+
+def fit_calibration(
+    name: str, logits: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None
+) -> _CalibrationMap:
+    """The map ``name`` of :data:`CALIBRATIONS` fitted on ``logits`` and ``y``.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`CALIBRATIONS`.
+    logits : ndarray of shape (n_samples, n_classes)
+    y : ndarray of shape (n_samples,)
+        Label-encoded targets.
+    sample_weight : ndarray or None, default=None
+
+    Returns
+    -------
+    object
+        The fitted map: ``predict_proba(logits)`` gives calibrated probabilities.
+    """
+    return fit_map(CALIBRATIONS[name][0], logits, y, sample_weight)
+
+
+def select_calibration(
+    logits: np.ndarray,
+    y: np.ndarray,
+    candidates: Sequence[str],
+    *,
+    sample_weight: np.ndarray | None = None,
+    n_splits: int = 5,
+    random_state=None,
+) -> tuple[str, dict[str, float], np.ndarray]:
+    """Choose a calibration map by cross-validation on the rows, preferring simple maps.
+
+    Every candidate map is fitted on ``n_splits - 1`` parts of the rows and scored by its
+    NLL on the part it did not see. The choice is the simplest candidate (in the order
+    given: identity, then temperature, then quadratic or structured matrix scaling) whose
+    mean held-out NLL is within one standard error of the best candidate's: the standard
+    error of the paired, per-row difference to the best. A map is chosen over a simpler
+    one only when the held-out rows say it is better beyond that noise; with
+    ``"identity"`` among the candidates, the choice is never worse than no calibration
+    beyond it.
+
+    Parameters
+    ----------
+    logits : ndarray of shape (n_samples, n_classes)
+        The (out-of-fold) logits to calibrate.
+    y : ndarray of shape (n_samples,)
+        Label-encoded targets.
+    candidates : sequence of str
+        Names in :data:`CALIBRATIONS`, simplest first.
+    sample_weight : ndarray or None, default=None
+        Weights of the maps' NLL and of the scores.
+    n_splits : int, default=5
+        Parts of the inner cross-validation (stratified, shuffled).
+    random_state : int, RandomState instance or None, default=None
+        Seeds the inner split.
+
+    Returns
+    -------
+    name : str
+        The chosen map.
+    scores : dict of str to float
+        Each candidate's mean held-out NLL.
+    held_out_proba : ndarray of shape (n_samples, n_classes)
+        The chosen map's held-out probabilities: each row calibrated by the map fitted
+        without it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nescal_sklearn.calibration import select_calibration
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(0, 2, 400)
+    >>> logits = np.column_stack([np.zeros(400), 6.0 * (y - 0.5) + rng.normal(0, 3, 400)])
+    >>> name, scores, proba = select_calibration(logits, y, ["identity", "temperature"])
+    >>> name, proba.shape
+    ('temperature', (400, 2))
+    """
+    splits = inner_split(y, random_state, n_splits)
+    weights = np.ones(y.size) if sample_weight is None else sample_weight
+    losses, held_out = {}, {}
+    for name in candidates:
+        proba = np.empty_like(logits)
+        for train, test in splits:
+            w = None if sample_weight is None else sample_weight[train]
+            with warnings.catch_warnings():  # a part's map may warn; only the choice counts
+                warnings.simplefilter("ignore")
+                fitted = fit_calibration(name, logits[train], y[train], w)
+            proba[test] = floor_probabilities(fitted.predict_proba(logits[test]))
+        held_out[name] = proba
+        losses[name] = -np.log(proba[np.arange(y.size), y])
+    mean = {name: float(np.average(loss, weights=weights)) for name, loss in losses.items()}
+    best = min(mean, key=mean.get)
+    for name in candidates:  # simplest first
+        diff = losses[name] - losses[best]
+        se = np.sqrt(np.average((diff - np.average(diff, weights=weights)) ** 2, weights=weights))
+        se /= np.sqrt(max(weights.sum() ** 2 / np.sum(weights**2), 1.0))
+        if mean[name] - mean[best] <= se:
+            return name, mean, held_out[name]
+    return best, mean, held_out[best]  # pragma: no cover - best always qualifies

@@ -1,0 +1,12 @@
+"""Cross-fitted ensembles: ``CrossFitClassifier`` and the package's recommended model."""
+
+from ._crossfit import CrossFitClassifier
+from ._greedy import greedy_ensemble_weights
+from ._recommended import RECOMMENDED, make_recommended_classifier
+
+__all__ = [
+    "CrossFitClassifier",
+    "RECOMMENDED",
+    "greedy_ensemble_weights",
+    "make_recommended_classifier",
+]

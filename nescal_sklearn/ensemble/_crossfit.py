@@ -1,0 +1,330 @@
+"""``CrossFitClassifier``: members cross-fitted on the same folds, weighted and calibrated
+out of fold.
+
+Every row trains and every row calibrates. The fold layer (:func:`~nescal_sklearn.calibration.cross_fit`,
+:func:`~nescal_sklearn.calibration.out_of_fold_logits`) fits the members; the greedy
+selection (:func:`greedy_ensemble_weights`) weighs them; the calibration room chooses and
+fits one map on the weighted ensemble's out-of-fold logits
+(:func:`~nescal_sklearn.calibration.select_calibration`).
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from scipy.special import log_softmax, softmax
+from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin
+from sklearn.model_selection import StratifiedKFold, check_cv
+from sklearn.utils import check_random_state, indexable
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.metaestimators import _BaseComposition
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import (
+    check_is_fitted,
+    column_or_1d,
+    has_fit_parameter,
+    validate_data,
+)
+
+from ..calibration import (
+    CALIBRATIONS,
+    calibrate_probabilities,
+    cross_fit,
+    estimator_logits,
+    fit_calibration,
+    log_probabilities,
+    out_of_fold_logits,
+    select_calibration,
+    validated_sample_weight,
+)
+from ..metrics.logits import weighted_nll
+from ._greedy import greedy_ensemble_weights
+
+__all__ = ["CrossFitClassifier"]
+
+
+def _applies(name: str, n_classes: int) -> bool:
+    kind = CALIBRATIONS[name][1]
+    return kind == "any" or (kind == "binary") == (n_classes == 2)
+
+
+class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, BaseEstimator):
+    """Members cross-fitted on the same folds, weighted and calibrated out of fold.
+
+    Every row trains and every row calibrates. The rows are split into ``cv`` stratified
+    folds; each member is fitted once per fold on the other folds, and early-stops on the
+    fold it did not train on when its ``fit`` takes ``X_val``/``y_val``
+    (``NeSCalClassifier``, ``HistGradientBoostingClassifier(early_stopping=True)``). The
+    members' out-of-fold probabilities, one per row from a model that never saw it, then:
+
+    1. **weigh the members** by greedy ensemble selection with replacement (Caruana et
+       al., 2004; AutoGluon's weighted ensemble): ``weights_``;
+    2. **fit one calibration map** on the weighted ensemble's out-of-fold logits of all
+       rows, ``calibration="auto"`` choosing among no map, temperature scaling (mixed
+       with the uniform distribution at ``1/(n + 1)``, probmetrics' ts-mix), quadratic
+       scaling (binary) and structured matrix scaling (multiclass) by an inner
+       cross-validation on those rows that prefers the simpler map unless a more complex
+       one is better beyond one standard error (:func:`select_calibration`).
+
+    Prediction averages the fold models of each member with ``weights_`` and applies the
+    map to that average.
+
+    The out-of-fold rows that early-stop a fold model also calibrate it: the map sees
+    predictions of the epoch chosen on those rows, which is slightly optimistic; the
+    inner cross-validation of the map is not.
+
+    Parameters
+    ----------
+    estimators : list of (str, estimator)
+        The members, by name (as in :class:`~sklearn.ensemble.VotingClassifier`); nested
+        parameters are ``<name>__<param>``. Each needs ``fit`` and ``decision_function``
+        or ``predict_proba``.
+    cv : int or cross-validation splitter, default=5
+        Folds: an int is ``StratifiedKFold(cv, shuffle=True, random_state=random_state)``.
+    calibration : {"auto", "identity", "temperature", "quadratic", "sms"}, default="auto"
+        The map fitted on the out-of-fold ensemble; ``"quadratic"`` is binary only,
+        ``"sms"`` (structured matrix scaling) needs at least 3 classes.
+    ensemble_size : int, default=25
+        Additions of the greedy ensemble selection (with one member, unused).
+    n_jobs : int or None, default=None
+        Member fits run in parallel through joblib (a dask cluster runs them with
+        ``joblib.parallel_backend("dask")``). Members should use one thread each
+        (``NeSCalClassifier``'s default ``n_threads=1``).
+    random_state : int, RandomState instance or None, default=None
+        Seeds the folds, the inner cross-validation of the map, and every member's
+        ``random_state`` (a different seed per fold).
+    verbose : int, default=0
+        joblib's progress messages for the member fits.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        Class labels.
+    n_features_in_ : int
+        Number of features seen during ``fit``.
+    estimators_ : list of list of estimators
+        ``estimators_[f][m]``: member ``m`` fitted without fold ``f``.
+    weights_ : ndarray of shape (n_members,)
+        The members' weights (sum 1).
+    calibration_ : str
+        The map chosen (or given).
+    calibration_scores_ : dict of str to float
+        Held-out NLL of each candidate map in the inner cross-validation.
+    calibrator_ : object
+        The map fitted on all out-of-fold rows.
+    oof_proba_ : ndarray of shape (n_samples, n_classes)
+        The calibrated ensemble's out-of-fold probabilities of the training rows: each
+        row's from fold models that did not train on it, calibrated by a map fitted
+        without it (the inner cross-validation). Score them with any metric to check the
+        ensemble's calibration on every training row.
+    member_oof_nll_ : dict of str to float
+        Each member's out-of-fold NLL (uncalibrated).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.ensemble import HistGradientBoostingClassifier
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from nescal_sklearn.ensemble import CrossFitClassifier
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> model = CrossFitClassifier(
+    ...     [("lr", make_pipeline(StandardScaler(), LogisticRegression())),
+    ...      ("hgb", HistGradientBoostingClassifier(early_stopping=True))],
+    ...     cv=3, random_state=0,
+    ... ).fit(X, y)
+    >>> model.weights_.sum(), model.oof_proba_.shape
+    (np.float64(1.0), (569, 2))
+    """
+
+    _parameter_constraints: dict = {
+        "estimators": [list, None],
+        "cv": ["cv_object"],
+        "calibration": [StrOptions({"auto", *CALIBRATIONS})],
+        "ensemble_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_jobs": [None, numbers.Integral],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(
+        self,
+        estimators,
+        *,
+        cv=5,
+        calibration="auto",
+        ensemble_size=25,
+        n_jobs=None,
+        random_state=None,
+        verbose=0,
+    ):
+        self.estimators = estimators
+        self.cv = cv
+        self.calibration = calibration
+        self.ensemble_size = ensemble_size
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def get_params(self, deep=True):
+        """Parameters of this estimator, and of each member as ``<name>__<param>``."""
+        return self._get_params("estimators", deep=deep)
+
+    def set_params(self, **params):
+        """Set parameters; ``<name>__<param>`` reaches a member."""
+        self._set_params("estimators", **params)
+        return self
+
+    def _checked_members(self) -> tuple[list[str], list]:
+        members = self.estimators
+        if not members or not all(
+            isinstance(m, tuple | list) and len(m) == 2 and isinstance(m[0], str) for m in members
+        ):
+            raise ValueError(
+                f"estimators must be a non-empty list of (name, estimator) pairs; got {members!r}."
+            )
+        names = [name for name, _ in members]
+        self._validate_names(names)
+        for name, estimator in members:
+            if not hasattr(estimator, "fit") or not (
+                hasattr(estimator, "predict_proba") or hasattr(estimator, "decision_function")
+            ):
+                raise ValueError(
+                    f"estimators: {name!r} must have fit and predict_proba or "
+                    f"decision_function; got {estimator!r}."
+                )
+        return names, [estimator for _, estimator in members]
+
+    def _candidates(self, n_classes: int) -> list[str]:
+        if self.calibration == "auto":
+            return [name for name in CALIBRATIONS if _applies(name, n_classes)]
+        if not _applies(self.calibration, n_classes):
+            raise ValueError(
+                f"calibration={self.calibration!r} does not apply to {n_classes} classes "
+                f"({'binary only' if CALIBRATIONS[self.calibration][1] == 'binary' else 'three or more classes'}); "
+                "pass calibration='auto' or 'temperature'."
+            )
+        return [self.calibration]
+
+    def fit(self, X, y, sample_weight=None):
+        """Cross-fit the members, weigh them and fit the calibration map out of fold.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training rows, in whatever form the members accept.
+        y : array-like of shape (n_samples,)
+            Class labels.
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Weights of the rows: passed to the members' ``fit`` and used by the weights
+            and the map.
+
+        Returns
+        -------
+        self : CrossFitClassifier
+        """
+        self._validate_params()
+        names, members = self._checked_members()
+        X, y = validate_data(self, X, y, skip_check_array=True)
+        check_classification_targets(y)
+        y = column_or_1d(y, warn=True)
+        X, y = indexable(X, y)
+        classes, y_encoded = np.unique(y, return_inverse=True)
+        if classes.size < 2:
+            raise ValueError(
+                f"CrossFitClassifier needs at least 2 classes in y; got {classes.tolist()!r}."
+            )
+        sample_weight = validated_sample_weight(sample_weight, y.shape[0])
+        candidates = self._candidates(classes.size)
+        rng = check_random_state(self.random_state)
+        cv = self.cv
+        if isinstance(cv, numbers.Integral):
+            cv = StratifiedKFold(int(cv), shuffle=True, random_state=rng.randint(2**31 - 1))
+        folds = list(check_cv(cv, y_encoded, classifier=True).split(X, y_encoded))
+        seeds = (
+            None
+            if self.random_state is None
+            else [int(s) for s in rng.randint(2**31 - 1, size=len(folds))]
+        )
+        fit_params = [
+            {"sample_weight": sample_weight}
+            if sample_weight is not None and has_fit_parameter(member, "sample_weight")
+            else {}
+            for member in members
+        ]
+        fitted = cross_fit(
+            members,
+            X,
+            y,
+            folds,
+            fit_params=fit_params,
+            seeds=seeds,
+            n_jobs=self.n_jobs,
+            verbose=self.verbose,
+        )
+        logits = out_of_fold_logits(fitted, X, folds, classes)
+        probas = [softmax(z, axis=1) for z in logits]
+        weights = greedy_ensemble_weights(probas, y_encoded, sample_weight, self.ensemble_size)
+        ensemble = log_probabilities(np.einsum("m,mnc->nc", weights, np.stack(probas)))
+        name, scores, held_out = select_calibration(
+            ensemble,
+            y_encoded,
+            candidates,
+            sample_weight=sample_weight,
+            random_state=rng.randint(2**31 - 1),
+        )
+        self.classes_ = classes
+        self.estimators_ = fitted
+        self.folds_ = [test for _, test in folds]
+        self.weights_ = weights
+        self.calibration_ = name
+        self.calibration_scores_ = scores
+        self.calibrator_ = fit_calibration(name, ensemble, y_encoded, sample_weight)
+        self.oof_proba_ = held_out
+        self.member_oof_nll_ = {
+            member: weighted_nll(log_softmax(z, axis=1), y_encoded, sample_weight)
+            for member, z in zip(names, logits, strict=True)
+        }
+        return self
+
+    def _fold_probas(self, X) -> list[np.ndarray]:
+        """Each fold's weighted ensemble of its member models' probabilities."""
+        used = np.flatnonzero(self.weights_ > 0)
+        out = []
+        for models in self.estimators_:
+            total = 0.0
+            for m in used:
+                logits = estimator_logits(models[m], X, self.classes_.size)[0]
+                total = total + self.weights_[m] * softmax(logits, axis=1)
+            out.append(total / self.weights_[used].sum())
+        return out
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Calibrated probabilities of the weighted, cross-fitted ensemble.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+        """
+        check_is_fitted(self, "calibrator_")
+        X = validate_data(self, X, reset=False, skip_check_array=True)
+        return calibrate_probabilities(self.calibrator_, np.mean(self._fold_probas(X), axis=0))
+
+    def predict(self, X) -> np.ndarray:
+        """The class of highest calibrated probability.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
