@@ -19,9 +19,8 @@ The records live in the repository (``benchmarks/results/<config>/records``), so
   a cross-fitted method's divided by ``min(2, folds)``, an estimate of ``n_jobs=2``; the
   measured wall-time ratio is ``crossfit_cost.py``'s);
 * ``pairs_<config>.md``: the paired questions of the issue (cross-fitted NeSCal against
-  cross-fitted CE, the label target, the map on the folds or the ensemble, the chosen map
-  or a fixed temperature, the boosting member, a pooled or per-fold temperature, the
-  chosen map against none);
+  cross-fitted CE, the label target, the chosen map or a fixed temperature, the boosting
+  member, the chosen map against none);
 * ``oof_ensembles_<config>.png``: median change against HGB + TS over fit seconds per 1000
   rows, one point per method, the cross-fitted NeSCal variants joined per recipe over the
   number of folds (the frontier).
@@ -54,14 +53,12 @@ PAIRS = (
     ("cross-fitted NeSCal against cross-fitted CE (patience 10, 5 folds)", "cf_p10_k5", "cf_ce_p10_k5"),
     ("the label target (LoCal) against NeSCal's", "cf_label_p10_k5", "cf_p10_k5"),
     ("the label target (LoCal) against NeSCal's", "cf_label", "recommended_nescal"),
-    ("the map on the folds against the map on the ensemble", "cf_p10_k5_folds", "cf_p10_k5"),
     ("a fixed temperature against the chosen map", "cf_p10_k5_ts", "cf_p10_k5"),
     ("the chosen map against no map", "recommended", "cf_identity"),
     ("the recommended model against HGB cross-fitted the same way", "recommended", "hgb_cf"),
     ("the recommended model against RealMLP-TD", "recommended", "realmlp"),
     ("with the HGB member against without it", "cf_p10_k5_hgb", "cf_p10_k5"),
     ("with the HGB member against without it", "recommended", "recommended_nescal"),
-    ("a pooled temperature against one per fold (CalibratedTemperature(cv=5))", "ts_cv_pooled", "ts_cv_per_fold"),
     ("the recommended model against the single default network + TS", "recommended", "nescal_single"),
     ("cross-fitted NeSCal against the single default network + TS", "recommended_nescal", "nescal_single"),
     ("cross-fitted NeSCal against the single default network + TS", "cf_p10_k5", "nescal_single"),
@@ -72,7 +69,7 @@ QUICK = {
     "confirm_seeds": [0],
     "budget": {"threads": 1},
 }
-QUICK_METHODS = ("hgb", "hgb_cf", "cf_p10_k5", "cf_ce_p10_k5", "nescal_single", "ts_cv_pooled")
+QUICK_METHODS = ("hgb", "hgb_cf", "cf_p10_k5", "cf_ce_p10_k5", "nescal_single")
 
 
 def parse_args(argv=None) -> argparse.Namespace:
