@@ -5,6 +5,7 @@ from ._ensemble_temperature import CalibratedEnsembleTemperature
 from ._folds import (
     cross_fit,
     estimator_logits,
+    fit_on_fold,
     out_of_fold_logits,
     takes_validation_rows,
     validated_sample_weight,
@@ -32,6 +33,7 @@ __all__ = [
     "cross_fit",
     "estimator_logits",
     "fit_calibration",
+    "fit_on_fold",
     "log_probabilities",
     "out_of_fold_logits",
     "select_calibration",

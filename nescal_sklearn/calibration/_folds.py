@@ -30,6 +30,7 @@ __all__ = [
     "check_fold_classes",
     "cross_fit",
     "estimator_logits",
+    "fit_on_fold",
     "inner_split",
     "out_of_fold_logits",
     "takes_validation_rows",
@@ -182,9 +183,35 @@ def _seeded(estimator, seed: int | None):
     return estimator.set_params(**dict.fromkeys(names, seed)) if names else estimator
 
 
-def _fit_member(estimator, X, y, train, test, fit_params: dict, seed):
-    """Fit one member on the rows ``train``; early stopping on ``test`` when it can."""
+def fit_on_fold(
+    estimator, X, y: np.ndarray, train, test, *, fit_params: dict | None = None, seed=None
+):
+    """A clone of ``estimator`` fitted on the rows ``train``, early-stopping on ``test``.
+
+    The held-out rows ``test`` go to ``fit`` as ``X_val``/``y_val`` when it early-stops on
+    them (:func:`takes_validation_rows`), with their ``sample_weight`` as
+    ``sample_weight_val`` where ``fit`` takes that.
+
+    Parameters
+    ----------
+    estimator : estimator instance
+        Unfitted; it is cloned.
+    X : array-like of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,)
+    train, test : ndarray of int
+        The fold's training and held-out rows.
+    fit_params : dict or None, default=None
+        Further ``fit`` parameters, sliced to ``train`` when they have one entry per row.
+    seed : int or None, default=None
+        Set as every ``random_state`` parameter of the clone (nested ones too).
+
+    Returns
+    -------
+    estimator
+        The fitted clone.
+    """
     estimator = _seeded(clone(estimator), seed)
+    fit_params = {} if fit_params is None else fit_params
     kwargs = _check_method_params(X, params=fit_params, indices=train)
     if takes_validation_rows(estimator):
         kwargs.update(X_val=_safe_indexing(X, test), y_val=y[test])
@@ -242,7 +269,8 @@ def cross_fit(
     fit_params = [{} for _ in members] if fit_params is None else list(fit_params)
     jobs = [(f, m) for f in range(len(folds)) for m in range(len(members))]
     fitted = Parallel(n_jobs=n_jobs, verbose=verbose)(
-        delayed(_fit_member)(members[m], X, y, *folds[f], fit_params[m], seeds[f]) for f, m in jobs
+        delayed(fit_on_fold)(members[m], X, y, *folds[f], fit_params=fit_params[m], seed=seeds[f])
+        for f, m in jobs
     )
     out: list[list] = [[None] * len(members) for _ in folds]
     for (f, m), model in zip(jobs, fitted, strict=True):

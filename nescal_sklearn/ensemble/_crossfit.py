@@ -11,12 +11,13 @@ fits one map on the weighted ensemble's out-of-fold logits
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import numpy as np
 from scipy.special import log_softmax, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin
 from sklearn.model_selection import StratifiedKFold, check_cv
-from sklearn.utils import check_random_state, indexable
+from sklearn.utils import _safe_indexing, check_random_state, indexable
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import _BaseComposition
 from sklearn.utils.multiclass import check_classification_targets
@@ -30,7 +31,6 @@ from sklearn.utils.validation import (
 from ..calibration import (
     CALIBRATIONS,
     calibrate_probabilities,
-    cross_fit,
     estimator_logits,
     fit_calibration,
     log_probabilities,
@@ -40,6 +40,7 @@ from ..calibration import (
 )
 from ..metrics.logits import weighted_nll
 from ._greedy import greedy_ensemble_weights
+from ._schedule import fit_in_stages
 
 __all__ = ["CrossFitClassifier"]
 
@@ -91,11 +92,25 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
         Member fits run in parallel through joblib (a dask cluster runs them with
         ``joblib.parallel_backend("dask")``). Members should use one thread each
         (``NeSCalClassifier``'s default ``n_threads=1``).
+    prune : bool, default=True
+        Fit every member on the first fold first, weigh the members by the greedy
+        selection on that fold's held-out rows, and drop a member of weight 0 there: it
+        is not fitted on the other folds (and ``dropped_`` says so). With one member,
+        unused.
+    time_limit : float or None, default=None
+        Wall-clock seconds for the whole fit. The member fits take up to 90 % of it;
+        a member whose ``fit`` can stop on time (a ``max_time`` parameter, as
+        ``NeSCalClassifier`` has) gets its share of the time left, and no fit starts
+        after the deadline. When the time runs out before every fold is fitted, the
+        model is the ensemble of the folds that finished, weighted and calibrated on
+        their held-out rows, and ``fit`` warns (``timed_out_``). None: no limit.
     random_state : int, RandomState instance or None, default=None
         Seeds the folds, the inner cross-validation of the map, and every member's
         ``random_state`` (a different seed per fold).
     verbose : int, default=0
-        joblib's progress messages for the member fits.
+        With 1 or more, a line per member fit (member, fold, its seconds, the fits done,
+        the time elapsed and an estimate of the time to go) and the first fold's
+        weights; quiet by default.
 
     Attributes
     ----------
@@ -104,7 +119,10 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
     n_features_in_ : int
         Number of features seen during ``fit``.
     estimators_ : list of list of estimators
-        ``estimators_[f][m]``: member ``m`` fitted without fold ``f``.
+        ``estimators_[f][m]``: member ``m`` fitted without fold ``f`` (of the folds in
+        ``folds_``); None for a member dropped by ``prune``.
+    folds_ : list of ndarray
+        The held-out rows of each fold the model is made of.
     weights_ : ndarray of shape (n_members,)
         The members' weights (sum 1).
     calibration_ : str
@@ -117,9 +135,16 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
         The calibrated ensemble's out-of-fold probabilities of the training rows: each
         row's from fold models that did not train on it, calibrated by a map fitted
         without it (the inner cross-validation). Score them with any metric to check the
-        ensemble's calibration on every training row.
+        ensemble's calibration on every training row. NaN on the rows of folds a
+        ``time_limit`` left out.
     member_oof_nll_ : dict of str to float
-        Each member's out-of-fold NLL (uncalibrated).
+        Each fitted member's out-of-fold NLL (uncalibrated).
+    dropped_ : dict of str to str
+        The members not fitted past the first fold, and why.
+    fit_seconds_ : ndarray of shape (n_folds, n_members)
+        Wall seconds of each member fit (NaN where none ran).
+    timed_out_ : bool
+        Whether ``time_limit`` left folds out.
 
     Examples
     --------
@@ -146,6 +171,8 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
         "ensemble_size": [Interval(numbers.Integral, 1, None, closed="left")],
         "n_jobs": [None, numbers.Integral],
         "random_state": ["random_state"],
+        "prune": ["boolean"],
+        "time_limit": [Interval(numbers.Real, 0, None, closed="neither"), None],
         "verbose": ["verbose"],
     }
 
@@ -157,6 +184,8 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
         calibration="auto",
         ensemble_size=25,
         n_jobs=None,
+        prune=True,
+        time_limit=None,
         random_state=None,
         verbose=0,
     ):
@@ -165,6 +194,8 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
         self.calibration = calibration
         self.ensemble_size = ensemble_size
         self.n_jobs = n_jobs
+        self.prune = prune
+        self.time_limit = time_limit
         self.random_state = random_state
         self.verbose = verbose
 
@@ -254,40 +285,96 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
             else {}
             for member in members
         ]
-        fitted = cross_fit(
+        staged = fit_in_stages(
             members,
+            names,
             X,
             y,
             folds,
             fit_params=fit_params,
-            seeds=seeds,
+            seeds=[None] * len(folds) if seeds is None else seeds,
             n_jobs=self.n_jobs,
+            time_limit=self.time_limit,
+            screen=self._screen(X, folds[0][1], classes, y_encoded, sample_weight)
+            if self.prune
+            else None,
             verbose=self.verbose,
         )
-        logits = out_of_fold_logits(fitted, X, folds, classes)
+        if not staged.folds:
+            raise ValueError(
+                f"time_limit={self.time_limit} s ran out before every member was fitted on "
+                "one fold; pass a longer time_limit, or fewer or faster members."
+            )
+        kept = [m for m, is_kept in enumerate(staged.kept) if is_kept]
+        fitted = [[staged.models[f][m] for m in kept] for f in staged.folds]
+        rows = np.concatenate([folds[f][1] for f in staged.folds])
+        if staged.timed_out:  # the out-of-fold rows are those of the finished folds
+            rows = np.sort(rows)
+            parts = [(None, np.searchsorted(rows, folds[f][1])) for f in staged.folds]
+            X_oof, y_oof = _safe_indexing(X, rows), y_encoded[rows]
+            w_oof = None if sample_weight is None else sample_weight[rows]
+        else:
+            parts = [folds[f] for f in staged.folds]
+            X_oof, y_oof, w_oof = X, y_encoded, sample_weight
+        logits = out_of_fold_logits(fitted, X_oof, parts, classes)
         probas = [softmax(z, axis=1) for z in logits]
-        weights = greedy_ensemble_weights(probas, y_encoded, sample_weight, self.ensemble_size)
-        ensemble = log_probabilities(np.einsum("m,mnc->nc", weights, np.stack(probas)))
+        weights = np.zeros(len(members))
+        weights[kept] = greedy_ensemble_weights(probas, y_oof, w_oof, self.ensemble_size)
+        ensemble = log_probabilities(np.einsum("m,mnc->nc", weights[kept], np.stack(probas)))
         name, scores, held_out = select_calibration(
             ensemble,
-            y_encoded,
+            y_oof,
             candidates,
-            sample_weight=sample_weight,
+            sample_weight=w_oof,
             random_state=rng.randint(2**31 - 1),
         )
         self.classes_ = classes
-        self.estimators_ = fitted
-        self.folds_ = [test for _, test in folds]
+        self.estimators_ = [
+            [staged.models[f][m] if staged.kept[m] else None for m in range(len(members))]
+            for f in staged.folds
+        ]
+        self.folds_ = [folds[f][1] for f in staged.folds]
         self.weights_ = weights
         self.calibration_ = name
         self.calibration_scores_ = scores
-        self.calibrator_ = fit_calibration(name, ensemble, y_encoded, sample_weight)
+        self.calibrator_ = fit_calibration(name, ensemble, y_oof, w_oof)
         self.oof_proba_ = held_out
+        if staged.timed_out:
+            self.oof_proba_ = np.full((y_encoded.size, classes.size), np.nan)
+            self.oof_proba_[rows] = held_out
         self.member_oof_nll_ = {
-            member: weighted_nll(log_softmax(z, axis=1), y_encoded, sample_weight)
-            for member, z in zip(names, logits, strict=True)
+            names[m]: weighted_nll(log_softmax(z, axis=1), y_oof, w_oof)
+            for m, z in zip(kept, logits, strict=True)
         }
+        self.dropped_ = staged.dropped
+        self.fit_seconds_ = staged.seconds
+        self.timed_out_ = staged.timed_out
+        if staged.timed_out:
+            warnings.warn(
+                f"CrossFitClassifier: time_limit={self.time_limit} s ran out after "
+                f"{len(staged.folds)} of {len(folds)} folds; the model is the ensemble of "
+                f"those folds, weighted and calibrated on their {rows.size} held-out rows "
+                f"(oof_proba_ is NaN on the other {y_encoded.size - rows.size}). Pass a "
+                "longer time_limit for every fold.",
+                UserWarning,
+                stacklevel=2,
+            )
         return self
+
+    def _screen(self, X, test, classes, y_encoded, sample_weight):
+        """The screening of :func:`fit_in_stages`: the members' greedy weights on the
+        first fold's held-out rows ``test``."""
+
+        def weights(models: list) -> np.ndarray:
+            X_test = _safe_indexing(X, test)
+            probas = [
+                softmax(estimator_logits(model, X_test, classes.size)[0], axis=1)
+                for model in models
+            ]
+            w = None if sample_weight is None else sample_weight[test]
+            return greedy_ensemble_weights(probas, y_encoded[test], w, self.ensemble_size)
+
+        return weights
 
     def _fold_probas(self, X) -> list[np.ndarray]:
         """Each fold's weighted ensemble of its member models' probabilities."""
