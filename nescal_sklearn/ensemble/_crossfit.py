@@ -101,7 +101,8 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
         Wall-clock seconds for the whole fit. The member fits take up to 90 % of it;
         a member whose ``fit`` can stop on time (a ``max_time`` parameter, as
         ``NeSCalClassifier`` has) gets its share of the time left, and no fit starts
-        after the deadline. When the time runs out before every fold is fitted, the
+        after the deadline (a fit that cannot stop on time, such as gradient boosting's,
+        and starts just before it, ends after it). When the time runs out before every fold is fitted, the
         model is the ensemble of the folds that finished, weighted and calibrated on
         their held-out rows, and ``fit`` warns (``timed_out_``). None: no limit.
     random_state : int, RandomState instance or None, default=None

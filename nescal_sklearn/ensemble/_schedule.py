@@ -67,18 +67,21 @@ class StagedFits:
     timed_out: bool = False
 
 
-def _timed_fit(estimator, X, y, train, test, fit_params, seed, deadline, budget):
+def _timed_fit(estimator, X, y, train, test, fit_params, seed, deadline, timed_deadline, rounds):
     """Fit one member on one fold, unless the deadline has passed; ``(model, seconds)``.
 
-    A member with a ``max_time`` parameter gets ``budget`` seconds, and never more than
-    the time to the deadline (``time.time()``, the same clock in every worker process).
+    A member with a ``max_time`` parameter gets the time to ``timed_deadline`` divided by
+    ``rounds``, the rounds of such fits from this one's to the last (``time.time()``: the
+    same clock in every worker process). Asked when the fit starts, the share takes up
+    what earlier fits left or overran.
     """
     if deadline is not None:
-        left = deadline - time.time()
-        if left <= 0:
+        now = time.time()
+        if now >= deadline:
             return None, np.nan
-        if budget is not None:
-            estimator = clone(estimator).set_params(max_time=max(min(budget, left), 0.0))
+        if rounds is not None:
+            share = max(min((timed_deadline - now) / rounds, deadline - now), 0.0)
+            estimator = clone(estimator).set_params(max_time=share)
     start = time.perf_counter()
     model = fit_on_fold(estimator, X, y, train, test, fit_params=fit_params, seed=seed)
     return model, time.perf_counter() - start
@@ -168,12 +171,20 @@ def fit_in_stages(
     total = n_folds * n_members
 
     def run(jobs: list[tuple[int, int]], later: list[tuple[int, int]]) -> None:
-        budgets = _budgets([jobs, later], timed, seconds, deadline, workers)
+        timed_deadline, rounds = _plan([jobs, later], timed, seconds, deadline, workers)
         tasks = (
             delayed(_timed_fit)(
-                members[m], X, y, *folds[f], fit_params[m], seeds[f], deadline, budgets[m]
+                members[m],
+                X,
+                y,
+                *folds[f],
+                fit_params[m],
+                seeds[f],
+                deadline,
+                timed_deadline,
+                rounds[i],
             )
-            for f, m in jobs
+            for i, (f, m) in enumerate(jobs)
         )
         results = Parallel(n_jobs=n_jobs, return_as="generator")(tasks)
         for (f, m), (model, took) in zip(jobs, results, strict=True):
@@ -216,27 +227,33 @@ def _on(keep: Sequence[bool]) -> list[int]:
     return [m for m, kept in enumerate(keep) if kept]
 
 
-def _budgets(stages, timed, seconds, deadline, workers) -> list[float | None]:
-    """Per member, the seconds each of its fits in the first of ``stages`` may take
-    (None: no limit).
+def _plan(stages, timed, seconds, deadline, workers) -> tuple[float | None, list]:
+    """The deadline of the timed fits, and for each job of the first of ``stages`` the
+    rounds of timed fits from its own to the last (None for an untimed job).
 
-    The time to the deadline, less the untimed members' expected time (their mean fit
-    so far, per fit still to run, spread over the workers), is split into the rounds of
-    timed fits still to run, ``ceil(timed fits / workers)`` in each stage (a stage starts
-    when the one before has ended).
+    The timed fits end before the deadline less the untimed members' expected time
+    (their mean fit so far, per fit still to run, spread over the workers). Timed fits
+    run ``workers`` at a time, stage after stage: ``ceil(timed fits / workers)`` rounds
+    in each stage.
     """
+    jobs = stages[0]
     if deadline is None:
-        return [None] * len(timed)
-    left = deadline - time.time()
+        return None, [None] * len(jobs)
     untimed = sum(
         np.nanmean(seconds[:, m]) if np.any(~np.isnan(seconds[:, m])) else 0.0
-        for jobs in stages
-        for _, m in jobs
+        for stage in stages
+        for _, m in stage
         if not timed[m]
     )
-    rounds = sum(math.ceil(sum(timed[m] for _, m in jobs) / workers) for jobs in stages)
-    share = max(left - untimed / workers, 0.0) / max(rounds, 1)
-    return [share if is_timed else None for is_timed in timed]
+    per_stage = [math.ceil(sum(timed[m] for _, m in stage) / workers) for stage in stages]
+    rounds, position = [], 0
+    for _, m in jobs:
+        if not timed[m]:
+            rounds.append(None)
+            continue
+        rounds.append(per_stage[0] - position // workers + sum(per_stage[1:]))
+        position += 1
+    return deadline - untimed / workers, rounds
 
 
 def _time_to_go(seconds: np.ndarray, keep: Sequence[bool], workers: int) -> float:

@@ -1,0 +1,150 @@
+"""CrossFitClassifier's staged fits: the first fold first, members of no weight dropped,
+a wall-clock budget, progress lines (``ensemble/_schedule.py``)."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import numpy as np
+import pytest
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.datasets import load_breast_cancer
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from nescal_sklearn.ensemble import CrossFitClassifier
+
+
+def _lr():
+    return make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
+
+
+class Backwards(ClassifierMixin, BaseEstimator):
+    """A logistic regression whose probabilities are reversed: never worth any weight."""
+
+    def fit(self, X, y):
+        self.model_ = _lr().fit(X, y)
+        self.classes_ = self.model_.classes_
+        return self
+
+    def predict_proba(self, X):
+        return self.model_.predict_proba(X)[:, ::-1]
+
+
+class Slow(ClassifierMixin, BaseEstimator):
+    """A logistic regression that takes ``seconds`` to fit, and cannot stop sooner."""
+
+    def __init__(self, seconds=0.3):
+        self.seconds = seconds
+
+    def _took(self) -> float:
+        return self.seconds
+
+    def fit(self, X, y):
+        self.took_ = self._took()
+        time.sleep(self.took_)
+        self.model_ = _lr().fit(X, y)
+        self.classes_ = self.model_.classes_
+        return self
+
+    def predict_proba(self, X):
+        return self.model_.predict_proba(X)
+
+
+class Stoppable(Slow):
+    """:class:`Slow`, but it stops after ``max_time`` seconds, as NeSCalClassifier can."""
+
+    def __init__(self, seconds=0.3, max_time=None):
+        super().__init__(seconds)
+        self.max_time = max_time
+
+    def _took(self) -> float:
+        return self.seconds if self.max_time is None else min(self.seconds, self.max_time)
+
+
+@pytest.fixture(scope="module")
+def cancer():
+    return load_breast_cancer(return_X_y=True)
+
+
+def test_a_member_of_no_weight_on_the_first_fold_is_fitted_once(cancer):
+    X, y = cancer
+    model = CrossFitClassifier([("lr", _lr()), ("bad", Backwards())], cv=4, random_state=0)
+    model.fit(X, y)
+    assert model.dropped_ == {
+        "bad": "weight 0 in the greedy selection on the first fold's held-out rows"
+    }
+    assert model.weights_.tolist() == [1.0, 0.0]
+    assert [models[1] is None for models in model.estimators_] == [True] * 4
+    assert np.isfinite(model.fit_seconds_[0]).all() and np.isnan(model.fit_seconds_[1:, 1]).all()
+    # The same ensemble as the good member alone: the same folds, seeds and weights.
+    alone = CrossFitClassifier([("lr", _lr())], cv=4, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(model.predict_proba(X), alone.predict_proba(X))
+    # Without pruning, the bad member is fitted on every fold and ends at weight 0.
+    unpruned = CrossFitClassifier(
+        [("lr", _lr()), ("bad", Backwards())], cv=4, random_state=0, prune=False
+    ).fit(X, y)
+    assert unpruned.dropped_ == {} and all(m[1] is not None for m in unpruned.estimators_)
+
+
+def test_the_time_limit_keeps_the_folds_that_finished(cancer):
+    X, y = cancer
+    # Fits of 1 s on one worker, 90 % of 3 s for them: the fits start at 0, 1 and 2 s;
+    # the fourth would start at 3 s, after the deadline at 2.7 s.
+    model = CrossFitClassifier([("slow", Slow(seconds=1.0))], cv=5, random_state=0, time_limit=3.0)
+    start = time.perf_counter()
+    with pytest.warns(UserWarning, match=r"time_limit=3\.0 s ran out after 3 of 5 folds"):
+        model.fit(X, y)
+    # The third fit started before the deadline and ends after it: an untimed member
+    # overruns by at most one fit (and this machine's load).
+    assert time.perf_counter() - start < 0.9 * 3.0 + 1.0 + 0.5
+    assert model.timed_out_ and len(model.estimators_) == len(model.folds_) == 3
+    held_out = np.concatenate(model.folds_)
+    assert np.isfinite(model.oof_proba_[held_out]).all()
+    assert np.isnan(np.delete(model.oof_proba_, held_out, axis=0)).all()
+    proba = model.predict_proba(X[:5])
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+
+
+def test_a_member_that_stops_on_time_gets_its_share_of_the_budget(cancer):
+    X, y = cancer
+    # 5 folds on one worker: the first fold's fit, then four more, each at most a fifth
+    # of the 90 % of the time limit that the fits may take.
+    model = CrossFitClassifier(
+        [("slow", Stoppable(seconds=5.0))], cv=5, random_state=0, time_limit=3.0
+    ).fit(X, y)
+    took = [models[0].took_ for models in model.estimators_]
+    assert len(took) == 5 and not model.timed_out_
+    assert took[0] == pytest.approx(0.9 * 3.0 / 5, rel=0.1)
+    assert sum(took) <= 0.9 * 3.0 * 1.05
+
+
+def test_a_time_limit_too_short_for_one_fold_names_it(cancer):
+    X, y = cancer
+    model = CrossFitClassifier([("lr", _lr())], cv=3, time_limit=1e-9)
+    message = (
+        "time_limit=1e-09 s ran out before every member was fitted on one fold; pass a "
+        "longer time_limit, or fewer or faster members."
+    )
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        model.fit(X, y)
+
+
+def test_verbose_prints_a_line_per_fit_and_is_quiet_by_default(cancer, capsys):
+    X, y = cancer
+    members = [("lr", _lr()), ("bad", Backwards())]
+    CrossFitClassifier(members, cv=3, random_state=0).fit(X, y)
+    assert capsys.readouterr().out == ""
+    CrossFitClassifier(members, cv=3, random_state=0, verbose=1).fit(X, y)
+    lines = capsys.readouterr().out.splitlines()
+    pattern = (
+        r"\[CrossFitClassifier\] (lr|bad) on fold (\d)/3: \d+\.\d s; (\d) of (\d) fits, "
+        r"\d+ s elapsed, about \d+ s to go"
+    )
+    fits = [re.fullmatch(pattern, line) for line in lines if "on fold" in line]
+    assert all(fits) and len(fits) == 4
+    assert [int(match.group(3)) for match in fits] == [1, 2, 3, 4]
+    assert [int(match.group(4)) for match in fits] == [6, 6, 4, 4]
+    assert lines[2] == "[CrossFitClassifier] first fold's weights: lr 1.00, bad 0.00; dropping bad"
