@@ -16,7 +16,9 @@ from importlib.util import find_spec
 from typing import Any
 
 if _missing := [name for name in ("pandas", "pydantic", "filelock") if find_spec(name) is None]:
-    raise ModuleNotFoundError(f"nescal_bench needs the lab's extra ({', '.join(_missing)} missing): pip install -e '.[bench]'")
+    raise ModuleNotFoundError(
+        f"nescal_bench needs the lab's extra ({', '.join(_missing)} missing): pip install -e '.[bench]'"
+    )
 
 #: Public name -> the module that defines it.
 _EXPORTS: dict[str, str] = {

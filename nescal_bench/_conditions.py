@@ -304,7 +304,9 @@ class ShuffledColumns(OODCondition):
     kind: ClassVar[str] = "shuffled_columns"
 
     def rows(self, X_test, rng):
-        return np.column_stack([rng.permutation(column) for column in X_test.T]).astype(X_test.dtype)
+        return np.column_stack([rng.permutation(column) for column in X_test.T]).astype(
+            X_test.dtype
+        )
 
 
 @dataclass(frozen=True)
@@ -556,6 +558,8 @@ class PCShift(Corruption):
         moved = X[:, numeric] + direction * self.scale * sd * vector
         out[:, numeric] = moved.astype(X.dtype)
         return out
+
+
 #: The local datasets :class:`ForeignRows` draws from by default, in order of preference:
 #: 16, 57, 784 and 784 numeric columns.
 FOREIGN_DATASETS = ("letter", "spambase", "mnist_784_5k", "fashion-mnist")
@@ -662,26 +666,48 @@ class HeldOutClass(OODCondition):
         """The held-out label; :class:`ConditionSkipped` with fewer than 3 classes."""
         labels, counts = np.unique(split.y_train, return_counts=True)
         if len(labels) < 3:
-            raise ConditionSkipped(f"{len(labels)} classes: holding one out would leave fewer than 2")
+            raise ConditionSkipped(
+                f"{len(labels)} classes: holding one out would leave fewer than 2"
+            )
         return labels[np.argmax(counts)]
 
     def refit_split(self, split: Split) -> Split:
         """The split without the held-out class (training, validation and test rows)."""
         label = self.held_out(split)
         train, val, test = split.y_train != label, split.y_val != label, split.y_test != label
-        return Split(split.X_train[train], split.y_train[train], split.X_val[val], split.y_val[val],
-                     split.X_test[test], split.y_test[test], split.classes[split.classes != label], split.layout)
+        return Split(
+            split.X_train[train],
+            split.y_train[train],
+            split.X_val[val],
+            split.y_val[val],
+            split.X_test[test],
+            split.y_test[test],
+            split.classes[split.classes != label],
+            split.layout,
+        )
 
     def apply(self, context, rng):
         """The test rows of the held-out class."""
         return context.X_test[context.split.y_test == self.held_out(context.split)]
 
+
 #: Configuration ``kind`` of a condition -> its class.
 CONDITIONS: dict[str, type[Condition]] = {
     cls.kind: cls
-    for cls in (GaussianNoise, MissingEntries, ShuffledColumns, ScaledRows, FeatureNoise, MissingValues,
-                ScaleDrift, CategorySwap, PCShift, ForeignRows, HeldOutClass)
-}  # fmt: skip
+    for cls in (
+        GaussianNoise,
+        MissingEntries,
+        ShuffledColumns,
+        ScaledRows,
+        FeatureNoise,
+        MissingValues,
+        ScaleDrift,
+        CategorySwap,
+        PCShift,
+        ForeignRows,
+        HeldOutClass,
+    )
+}
 
 
 def _entries(i: int, entry: dict) -> list[dict]:
@@ -716,7 +742,8 @@ def parse_conditions(value: Any) -> tuple[Condition, ...]:
     for i, entry in enumerate(parse(list[dict[str, Any]], value, "conditions")):
         if entry.get("kind") not in CONDITIONS:
             raise ConfigError(
-                f"conditions[{i}].kind", f"expected one of {list(CONDITIONS)}, got {show(entry.get('kind'))}"
+                f"conditions[{i}].kind",
+                f"expected one of {list(CONDITIONS)}, got {show(entry.get('kind'))}",
             )
         for item in _entries(i, entry):
             condition = parse(CONDITIONS[entry["kind"]], {"name": "_", **item}, f"conditions[{i}]")
@@ -724,7 +751,8 @@ def parse_conditions(value: Any) -> tuple[Condition, ...]:
                 condition = replace(condition, name=condition.default_name())
             if condition.name == CLEAN:
                 raise ConfigError(
-                    f"conditions[{i}].name", f"{CLEAN!r} names the unmodified test rows; pick another"
+                    f"conditions[{i}].name",
+                    f"{CLEAN!r} names the unmodified test rows; pick another",
                 )
             if condition.name in found:
                 raise ConfigError(

@@ -99,8 +99,10 @@ class Splits(_Model):
     def _sums_to_one(self) -> Splits:
         total = self.train + self.validation + self.test
         if not math.isclose(total, 1.0, abs_tol=1e-9):
-            raise ValueError(f"expected train + validation + test == 1, got {self.train:g} + "
-                             f"{self.validation:g} + {self.test:g} = {total:g}")  # fmt: skip
+            raise ValueError(
+                f"expected train + validation + test == 1, got {self.train:g} + "
+                f"{self.validation:g} + {self.test:g} = {total:g}"
+            )
         return self
 
 
@@ -186,10 +188,14 @@ class DatasetEntry(_Model):
     def _one_source(self) -> DatasetEntry:
         given = [key for key in (*SOURCES, "suite") if getattr(self, key) is not None]
         if len(given) != 1:
-            raise ValueError(f"expected an object with exactly one of the keys {[*SOURCES, 'suite']} (and "
-                             f"optionally 'imbalance'), got {show(self.model_dump(exclude_none=True))}")  # fmt: skip
+            raise ValueError(
+                f"expected an object with exactly one of the keys {[*SOURCES, 'suite']} (and "
+                f"optionally 'imbalance'), got {show(self.model_dump(exclude_none=True))}"
+            )
         if self.imbalance is not None and given[0] not in ("local", "sklearn", "suite"):
-            raise ValueError(f"only local and scikit-learn datasets can be made imbalanced; got {given[0]!r}")
+            raise ValueError(
+                f"only local and scikit-learn datasets can be made imbalanced; got {given[0]!r}"
+            )
         return self
 
     def sources(self) -> list[DatasetSource]:
@@ -217,13 +223,17 @@ class MethodEntry(_Model):
     @model_validator(mode="after")
     def _one_kind(self) -> MethodEntry:
         if (self.loss is None) == (self.estimator is None):
-            raise ValueError("expected an object with exactly one of the keys 'loss' and 'estimator', "
-                             f"got {show(self.model_dump(exclude_defaults=True))}")  # fmt: skip
+            raise ValueError(
+                "expected an object with exactly one of the keys 'loss' and 'estimator', "
+                f"got {show(self.model_dump(exclude_defaults=True))}"
+            )
         for name in sorted(set(self.params) & set(self.grid)):
             raise ValueError(f"{name!r} is given in params and in grid; give it in one place")
         if self.fit_on != "train" and self.grid:
-            raise ValueError(f"a method with fit_on={self.fit_on!r} trains on the validation rows, so no held-out "
-                             "rows are left to choose a grid point on; give it one point (params)")  # fmt: skip
+            raise ValueError(
+                f"a method with fit_on={self.fit_on!r} trains on the validation rows, so no held-out "
+                "rows are left to choose a grid point on; give it one point (params)"
+            )
         return self
 
 
@@ -309,14 +319,23 @@ class BenchmarkConfig:
 
     def to_json(self) -> dict:
         """The normalised configuration; ``validate_config(c.to_json())`` gives ``c`` back."""
-        plain = {k: getattr(self, k) for k in ("name", "description", "output", "data_dir", "recipe", "selection")}
-        entries = {k: [e.to_json() for e in getattr(self, k)] for k in ("datasets", "methods", "calibrators", "conditions")}
+        plain = {
+            k: getattr(self, k)
+            for k in ("name", "description", "output", "data_dir", "recipe", "selection")
+        }
+        entries = {
+            k: [e.to_json() for e in getattr(self, k)]
+            for k in ("datasets", "methods", "calibrators", "conditions")
+        }
         return {
-            **plain, **entries, **{k: list(getattr(self, k)) for k in ("search_seeds", "confirm_seeds", "metrics")},
-            "openml": self.openml.model_dump(), "splits": self.splits.model_dump(),
+            **plain,
+            **entries,
+            **{k: list(getattr(self, k)) for k in ("search_seeds", "confirm_seeds", "metrics")},
+            "openml": self.openml.model_dump(),
+            "splits": self.splits.model_dump(),
             "budget": self.budget.model_dump(mode="json", exclude_none=True),
             "report": {**self.report.model_dump(), "controls": list(self.report.controls or ())},
-        }  # fmt: skip
+        }
 
 
 def check_output_path(output: str, data_folder: str | None = None) -> None:
@@ -350,14 +369,22 @@ def check_output_path(output: str, data_folder: str | None = None) -> None:
     while not existing.exists() and existing.parent != existing:
         existing = existing.parent
     if existing != target and not existing.is_dir():
-        raise ConfigError("output", f"{output!r} cannot be created: {str(existing)!r} is in its path, and it is a "
-                                    "file, not a directory")  # fmt: skip
+        raise ConfigError(
+            "output",
+            f"{output!r} cannot be created: {str(existing)!r} is in its path, and it is a "
+            "file, not a directory",
+        )
     if existing.is_dir() and not os.access(existing, os.W_OK | os.X_OK):
-        raise ConfigError("output", f"{output!r} cannot be written: no write permission in {str(existing)!r}")
+        raise ConfigError(
+            "output", f"{output!r} cannot be written: no write permission in {str(existing)!r}"
+        )
     local = data_dir(data_folder)
     if target.resolve() == local.resolve():
-        raise ConfigError("output", f"expected a folder of its own, got the data_dir {str(local)!r} (the local "
-                                    "datasets' folder)")  # fmt: skip
+        raise ConfigError(
+            "output",
+            f"expected a folder of its own, got the data_dir {str(local)!r} (the local "
+            "datasets' folder)",
+        )
 
 
 def _datasets(file: ConfigFile, folder: Path | None) -> tuple[DatasetSource, ...]:
@@ -365,7 +392,9 @@ def _datasets(file: ConfigFile, folder: Path | None) -> tuple[DatasetSource, ...
     for i, entry in enumerate(file.datasets):
         for source in entry.sources():
             local = source.base if isinstance(source, ImbalancedSource) else source
-            problem = local.check_files(folder) if folder and isinstance(local, LocalSource) else None
+            problem = (
+                local.check_files(folder) if folder and isinstance(local, LocalSource) else None
+            )
             if problem is not None:
                 raise ConfigError(f"datasets[{i}].{'suite' if entry.suite else 'local'}", problem)
             if source in out:
@@ -421,7 +450,9 @@ def _check_methods(config: BenchmarkConfig) -> None:
             try:
                 estimator = config.build(method, point, 0)
             except ConfigError as exc:  # a nested member's path, from the method's params
-                raise ConfigError(f"methods[{i}].params.{exc.path}", str(exc).removeprefix(f"{exc.path}: ")) from None
+                raise ConfigError(
+                    f"methods[{i}].params.{exc.path}", str(exc).removeprefix(f"{exc.path}: ")
+                ) from None
             try:
                 method.kind.check(estimator)
             except (ValueError, TypeError) as exc:
@@ -434,11 +465,17 @@ def _check_methods(config: BenchmarkConfig) -> None:
                 if param == "loss__warmup":  # say where max_epochs comes from
                     from nescal_sklearn.estimator import get_recipe
 
-                    epochs = estimator.max_epochs or get_recipe(estimator.recipe).params["max_epochs"]
+                    epochs = (
+                        estimator.max_epochs or get_recipe(estimator.recipe).params["max_epochs"]
+                    )
                     where = _locate(i, method, point, config, "max_epochs")
-                    message = message.replace(f"max_epochs={epochs}", f"max_epochs={epochs} ({where})", 1)
+                    message = message.replace(
+                        f"max_epochs={epochs}", f"max_epochs={epochs} ({where})", 1
+                    )
                 where = _locate(i, method, point, config, param) if param else f"methods[{i}]"
-                raise ConfigError(where if not where.startswith("recipe") else f"methods[{i}]", message) from None
+                raise ConfigError(
+                    where if not where.startswith("recipe") else f"methods[{i}]", message
+                ) from None
 
 
 def _is_control(config: BenchmarkConfig, method: MethodSpec) -> bool:
@@ -452,10 +489,14 @@ def _is_control(config: BenchmarkConfig, method: MethodSpec) -> bool:
     )
 
 
-def _report(config: BenchmarkConfig, settings: ReportSettings, check_params: bool) -> ReportSettings:
+def _report(
+    config: BenchmarkConfig, settings: ReportSettings, check_params: bool
+) -> ReportSettings:
     names = [m.name for m in config.methods]
     given = [("report.baseline", settings.baseline), ("report.reference", settings.reference)]
-    for path, name in given + [(f"report.controls[{j}]", n) for j, n in enumerate(settings.controls or ())]:
+    for path, name in given + [
+        (f"report.controls[{j}]", n) for j, n in enumerate(settings.controls or ())
+    ]:
         if name not in (None, *names):
             raise ConfigError(path, f"expected a method name, one of {names}, got {show(name)}")
     if not check_params:  # a saved run's settings, already resolved
@@ -463,10 +504,15 @@ def _report(config: BenchmarkConfig, settings: ReportSettings, check_params: boo
     controls = settings.controls
     if controls is None:
         controls = tuple(m.name for m in config.methods if _is_control(config, m))
-    baseline = settings.baseline or next((m.name for m in config.methods if m.kind.is_plain_cross_entropy), None)
+    baseline = settings.baseline or next(
+        (m.name for m in config.methods if m.kind.is_plain_cross_entropy), None
+    )
     reference = settings.reference or next(
-        (m.name for m in config.methods if m.kind.uses_neighbours and m.name not in controls), None)  # fmt: skip
-    return settings.model_copy(update={"baseline": baseline, "reference": reference, "controls": controls})
+        (m.name for m in config.methods if m.kind.uses_neighbours and m.name not in controls), None
+    )
+    return settings.model_copy(
+        update={"baseline": baseline, "reference": reference, "controls": controls}
+    )
 
 
 def _check_recipe(recipe: str | None, methods: tuple[MethodSpec, ...], check_params: bool) -> None:
@@ -479,8 +525,11 @@ def _check_recipe(recipe: str | None, methods: tuple[MethodSpec, ...], check_par
 
     neural = [m.name for m in methods if m.kind.uses_budget]
     if recipe is None and neural:
-        raise ConfigError("recipe", "required: name the training recipe of the NeSCalClassifier methods "
-                          f'{neural} (nescal_sklearn.estimator.RECIPES), e.g. "recipe": "{LATEST_RECIPE}"')  # fmt: skip
+        raise ConfigError(
+            "recipe",
+            "required: name the training recipe of the NeSCalClassifier methods "
+            f'{neural} (nescal_sklearn.estimator.RECIPES), e.g. "recipe": "{LATEST_RECIPE}"',
+        )
     if recipe is not None and recipe not in RECIPES:
         raise ConfigError("recipe", f"expected one of {sorted(RECIPES)}, got {show(recipe)}")
 
@@ -550,8 +599,10 @@ def validate_config(
         method = _method(i, entry, check_params, imports)
         for j, other in enumerate(methods):
             if other.name == method.name:
-                raise ConfigError(f"methods[{i}].name",
-                                  f"duplicate method name {method.name!r} (also methods[{j}]); give each a 'name'")
+                raise ConfigError(
+                    f"methods[{i}].name",
+                    f"duplicate method name {method.name!r} (also methods[{j}]); give each a 'name'",
+                )
         methods.append(method)
     stages: list[str] = ["raw"]
     for i, spec in enumerate(file.calibrators):
@@ -567,30 +618,49 @@ def validate_config(
             _check_calibrator(f"calibrators[{i}]", spec)
     gridded = [(i, m) for i, m in enumerate(methods) if len(m.points()) > 1]
     if gridded and not file.search_seeds:
-        raise ConfigError("search_seeds", f"expected a non-empty list of ints >= 0 because methods[{gridded[0][0]}]"
-                                          f".grid has {len(gridded[0][1].points())} points, got []")  # fmt: skip
+        raise ConfigError(
+            "search_seeds",
+            f"expected a non-empty list of ints >= 0 because methods[{gridded[0][0]}]"
+            f".grid has {len(gridded[0][1].points())} points, got []",
+        )
     if file.selection not in stages:
-        raise ConfigError("selection", f"expected one of {stages} (raw, or a configured calibrator), "
-                                       f"got {show(file.selection)}")  # fmt: skip
+        raise ConfigError(
+            "selection",
+            f"expected one of {stages} (raw, or a configured calibrator), "
+            f"got {show(file.selection)}",
+        )
     _check_recipe(file.recipe, tuple(methods), check_params)
     same = ("splits", "budget", "recipe", "selection", "data_dir", "description")
     listed = ("calibrators", "search_seeds", "confirm_seeds", "metrics")
-    deferred = [(f"methods[{i}]", ref) for i, m in enumerate(methods) if m.targets is None and check_params
-                for ref in m.kind.imports(m.params) if ref.split(".")[0] not in TRUSTED]  # fmt: skip
+    deferred = [
+        (f"methods[{i}]", ref)
+        for i, m in enumerate(methods)
+        if m.targets is None and check_params
+        for ref in m.kind.imports(m.params)
+        if ref.split(".")[0] not in TRUSTED
+    ]
     config = BenchmarkConfig(
-        name=name, output=output, datasets=_datasets(file, data_dir(file.data_dir) if check_files else None),
-        methods=tuple(methods), conditions=parse_conditions(file.conditions), deferred=tuple(deferred),
-        openml=file.openml or OpenMLSettings(), **{k: getattr(file, k) for k in same},
+        name=name,
+        output=output,
+        datasets=_datasets(file, data_dir(file.data_dir) if check_files else None),
+        methods=tuple(methods),
+        conditions=parse_conditions(file.conditions),
+        deferred=tuple(deferred),
+        openml=file.openml or OpenMLSettings(),
+        **{k: getattr(file, k) for k in same},
         **{k: tuple(getattr(file, k)) for k in listed},
-    )  # fmt: skip
+    )
     if check_params:
         _check_methods(config)
         shared = [seed for seed in file.confirm_seeds if seed in file.search_seeds]
         if shared and gridded:
-            warnings.warn(f"confirm_seeds: {shared} {'is' if len(shared) == 1 else 'are'} also in search_seeds; a "
-                          "gridded method's confirm fit on such a seed is its search fit at the chosen point, which "
-                          "biases the reported result towards that point; keep confirm_seeds apart from search_seeds",
-                          ConfigWarning, stacklevel=2)  # fmt: skip
+            warnings.warn(
+                f"confirm_seeds: {shared} {'is' if len(shared) == 1 else 'are'} also in search_seeds; a "
+                "gridded method's confirm fit on such a seed is its search fit at the chosen point, which "
+                "biases the reported result towards that point; keep confirm_seeds apart from search_seeds",
+                ConfigWarning,
+                stacklevel=2,
+            )
     return replace(config, report=_report(config, file.report, check_params))
 
 
@@ -620,7 +690,8 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict:
     for key, _ in pairs:
         if key in seen:
             raise ConfigError(
-                key, "given more than once in the same object; JSON keeps only the last value, so give it once"
+                key,
+                "given more than once in the same object; JSON keeps only the last value, so give it once",
             )
         seen.add(key)
     return dict(pairs)
@@ -647,6 +718,7 @@ def load_config(path: str | os.PathLike, *, imports: bool = True) -> BenchmarkCo
     try:
         data = json.loads(text, object_pairs_hook=_no_duplicate_keys)
     except json.JSONDecodeError as exc:
-        raise ConfigError("", f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+        raise ConfigError(
+            "", f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        ) from None
     return validate_config(data, default_name=path.stem, imports=imports)
-

@@ -222,7 +222,9 @@ def make_imbalanced(y: np.ndarray, ratio: float, seed: int = SUBSAMPLE_SEED) -> 
     return np.sort(np.concatenate(kept))
 
 
-def preprocess_split(X, y, train: np.ndarray, validation: np.ndarray, test: np.ndarray, classes=None) -> Split:
+def preprocess_split(
+    X, y, train: np.ndarray, validation: np.ndarray, test: np.ndarray, classes=None
+) -> Split:
     """Fit the tabular preprocessing on the ``train`` rows and transform all three parts.
 
     Parameters
@@ -292,7 +294,9 @@ def stratified_split(X, y, *, seed: int, fractions=(0.6, 0.2, 0.2)) -> Split:
     if not np.isclose(train_f + val_f + test_f, 1.0) or min(fractions) <= 0:
         raise ValueError(f"fractions must be 3 positive numbers summing to 1; got {fractions!r}.")
     y = np.asarray(y)
-    rest, test = train_test_split(np.arange(len(y)), test_size=test_f, stratify=y, random_state=seed)
+    rest, test = train_test_split(
+        np.arange(len(y)), test_size=test_f, stratify=y, random_state=seed
+    )
     train, validation = train_test_split(
         rest, test_size=val_f / (train_f + val_f), stratify=y[rest], random_state=seed
     )

@@ -45,12 +45,20 @@ def reliability_bins(y, proba, classes) -> dict:
     def listed(values):
         return [None if not np.isfinite(v) else float(v) for v in values]
 
-    return {"counts": [int(c) for c in curve.counts], "confidence": listed(curve.confidence),
-            "accuracy": listed(curve.accuracy)}  # fmt: skip
+    return {
+        "counts": [int(c) for c in curve.counts],
+        "confidence": listed(curve.confidence),
+        "accuracy": listed(curve.accuracy),
+    }
 
 
-def evaluate_stages(stages: Mapping[str, object], split: Split, conditions: tuple[Condition, ...], seed: int,
-                    context: ConditionContext | None = None) -> dict:  # fmt: skip
+def evaluate_stages(
+    stages: Mapping[str, object],
+    split: Split,
+    conditions: tuple[Condition, ...],
+    seed: int,
+    context: ConditionContext | None = None,
+) -> dict:
     """The ``validation``, ``test``, ``reliability``, ``conditions`` and
     ``skipped_conditions`` parts of a record.
 
@@ -93,7 +101,9 @@ def evaluate_stages(stages: Mapping[str, object], split: Split, conditions: tupl
         if condition.refits:
             continue
         try:
-            built.append((condition, condition.apply(context, condition_rng(seed, condition.stream))))
+            built.append(
+                (condition, condition.apply(context, condition_rng(seed, condition.stream)))
+            )
         except ConditionSkipped as exc:
             skipped[condition.name] = str(exc)
     measured: dict[str, dict] = {condition.name: {} for condition, _ in built}

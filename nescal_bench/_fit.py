@@ -161,7 +161,9 @@ def _refit_conditions(task: FitTask, split: Split, context: ConditionContext) ->
         try:
             model = _fit(clone(task.estimator), reduced, task.budget.threads, task.method.fit_on)
             stages, failed = _calibrate(model, reduced, task.calibrators, task.method.fit_on)
-            conditions[condition.name] = evaluate_refit(condition, stages, reduced, context, task.seed)
+            conditions[condition.name] = evaluate_refit(
+                condition, stages, reduced, context, task.seed
+            )
         except Exception as exc:  # the refit only: the main model's record stays
             skipped[condition.name] = f"its refit failed: {type(exc).__name__}: {exc}"
             continue
@@ -206,19 +208,34 @@ def execute_fit(task: FitTask) -> dict:
         measured["skipped_conditions"] = {name: skipped[name] for name in order if name in skipped}
     if not refitted["refits"]:
         del seconds["refit_seconds"]
-    sizes = {"n_train": len(split.y_train), "n_validation": len(split.y_val), "n_test": len(split.y_test),
-             "n_features": int(split.X_train.shape[1]), "n_classes": len(split.classes)}  # fmt: skip
+    sizes = {
+        "n_train": len(split.y_train),
+        "n_validation": len(split.y_val),
+        "n_test": len(split.y_test),
+        "n_features": int(split.X_train.shape[1]),
+        "n_classes": len(split.classes),
+    }
     refits = {"refits": refitted["refits"]} if refitted["refits"] else {}
     summaries = {name: calibrator_summary(f) for name, f in stages.items() if name != "raw"}
     return {
-        "key": task.key, "dataset": task.dataset.name, "method": task.method.name, "point": task.point,
-        "seed": task.seed, "params": task.estimator_params, "identity": task.identity,
-        "data": {"split": split_name, **sizes}, **measured,
-        "fit": {**_fit_info(model), "warnings": caught, **refits}, "calibrators": {**summaries, **failed},
+        "key": task.key,
+        "dataset": task.dataset.name,
+        "method": task.method.name,
+        "point": task.point,
+        "seed": task.seed,
+        "params": task.estimator_params,
+        "identity": task.identity,
+        "data": {"split": split_name, **sizes},
+        **measured,
+        "fit": {**_fit_info(model), "warnings": caught, **refits},
+        "calibrators": {**summaries, **failed},
         "environment": library_versions(),
-        "run": {**seconds, "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                "host": platform.node()},
-    }  # fmt: skip
+        "run": {
+            **seconds,
+            "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "host": platform.node(),
+        },
+    }
 
 
 def run_fit(task: FitTask, parent_pid: int | None = None) -> dict:
@@ -235,6 +252,13 @@ def run_fit(task: FitTask, parent_pid: int | None = None) -> dict:
     try:
         return {"ok": True, "record": execute_fit(task)}
     except Exception as exc:  # reported by the runner, retried by --resume
-        failure = {"key": task.key, "dataset": task.dataset.name, "method": task.method.name, "point": task.point,
-                   "seed": task.seed, "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
+        failure = {
+            "key": task.key,
+            "dataset": task.dataset.name,
+            "method": task.method.name,
+            "point": task.point,
+            "seed": task.seed,
+            "error": f"{type(exc).__name__}: {exc}",
+            "traceback": traceback.format_exc(),
+        }
         return {"ok": False, "failure": failure}

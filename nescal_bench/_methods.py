@@ -48,9 +48,18 @@ RUNNER_PARAMS = ("random_state", "verbose", "loss")
 #: Top-level packages whose import paths ``validate`` imports: the library, this lab,
 #: scikit-learn, torch, skorch and the ``bench`` extra's models and calibrators.
 TRUSTED = frozenset(
-    {"nescal_sklearn", "nescal_bench", "sklearn", "torch", "skorch", "lightgbm", "pytabkit",
-     "tabm", "probmetrics"}
-)  # fmt: skip
+    {
+        "nescal_sklearn",
+        "nescal_bench",
+        "sklearn",
+        "torch",
+        "skorch",
+        "lightgbm",
+        "pytabkit",
+        "tabm",
+        "probmetrics",
+    }
+)
 
 #: Classes that moved when the lab left the library: the import path the configurations
 #: and record keys of format 3 name -> where the class lives now. Keys keep the old path.
@@ -140,7 +149,8 @@ def _instance(cls: type):
     required = [
         name
         for name, p in inspect.signature(cls).parameters.items()
-        if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        if p.default is inspect.Parameter.empty
+        and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
     ]
     return cls(**dict.fromkeys(required))
 
@@ -171,7 +181,10 @@ def built_value(path: str, value: Any) -> Any:
         cls = import_path(f"{path}.class", value["class"])
         params = value.get("params", {})
         if not isinstance(cls, type) or not isinstance(params, Mapping):
-            raise ConfigError(path, f"expected {{'class': an estimator's import path, 'params': {{...}}}}, got {show(value)}")
+            raise ConfigError(
+                path,
+                f"expected {{'class': an estimator's import path, 'params': {{...}}}}, got {show(value)}",
+            )
         built = {k: built_value(f"{path}.params.{k}", v) for k, v in params.items()}
         try:
             return cls(**built)
@@ -194,7 +207,9 @@ def _module_class(path: str, value: Any):
 
     found = import_path(path, value) if isinstance(value, str) and "." in value else None
     if not (isinstance(found, type) and issubclass(found, nn.Module)):
-        raise ConfigError(path, f"expected the import path of a torch.nn.Module subclass, got {show(value)}")
+        raise ConfigError(
+            path, f"expected the import path of a torch.nn.Module subclass, got {show(value)}"
+        )
     return found
 
 
@@ -248,7 +263,9 @@ class LossMethod(MethodKind):
         from nescal_sklearn.losses import LOSSES
 
         if ref not in LOSSES:
-            raise ConfigError(path, f"expected a registered loss name, one of {sorted(LOSSES)}, got {show(ref)}")
+            raise ConfigError(
+                path, f"expected a registered loss name, one of {sorted(LOSSES)}, got {show(ref)}"
+            )
         return cls(ref)
 
     @property
@@ -288,8 +305,11 @@ class LossMethod(MethodKind):
             return name
         if name in RUNNER_PARAMS:
             raise ConfigError(where, "set by the runner (loss, seeds), not by the config")
-        raise ConfigError(where, f"unknown parameter; expected a parameter of loss {self.ref!r} "
-                                 f"{sorted(loss_names)} or of NeSCalClassifier {sorted(estimator_names)}")  # fmt: skip
+        raise ConfigError(
+            where,
+            f"unknown parameter; expected a parameter of loss {self.ref!r} "
+            f"{sorted(loss_names)} or of NeSCalClassifier {sorted(estimator_names)}",
+        )
 
     def imports(self, params: Mapping[str, Any]) -> list[str]:
         module = params.get("module")
@@ -330,20 +350,34 @@ class ClassifierMethod(MethodKind):
 
             classifiers = dict(all_estimators(type_filter="classifier"))
             if ref not in classifiers:
-                raise ConfigError(path, f"expected an import path, or the name of a scikit-learn classifier, got {show(ref)}")
+                raise ConfigError(
+                    path,
+                    f"expected an import path, or the name of a scikit-learn classifier, got {show(ref)}",
+                )
             found = classifiers[ref]
         elif not imports and MOVED.get(ref, ref).split(".")[0] not in TRUSTED:
             return cls(ref)  # a foreign import: left to run
         else:
             found = import_path(path, ref)
         try:
-            ok = isinstance(found, type) and is_classifier(found()) and hasattr(found, "predict_proba")
+            ok = (
+                isinstance(found, type)
+                and is_classifier(found())
+                and hasattr(found, "predict_proba")
+            )
         except TypeError:  # a meta-estimator whose members the params give
             from sklearn.base import ClassifierMixin
 
-            ok = isinstance(found, type) and issubclass(found, ClassifierMixin) and hasattr(found, "predict_proba")
+            ok = (
+                isinstance(found, type)
+                and issubclass(found, ClassifierMixin)
+                and hasattr(found, "predict_proba")
+            )
         if not ok:
-            raise ConfigError(path, f"expected a scikit-learn classifier class with predict_proba, got {show(ref)}")
+            raise ConfigError(
+                path,
+                f"expected a scikit-learn classifier class with predict_proba, got {show(ref)}",
+            )
         # The path as the configuration states it: a record's key must not change when a
         # library later exports the class from a shorter path.
         return cls(ref if "." in ref else public_path(found))
@@ -363,7 +397,9 @@ class ClassifierMethod(MethodKind):
             raise ConfigError(where, "set by the runner from the seeds, not by the config")
         names = set(_instance(import_path("", self.ref)).get_params(deep=True))
         if name not in names:
-            raise ConfigError(where, f"unknown parameter of {self.default_name}; expected one of {sorted(names)}")
+            raise ConfigError(
+                where, f"unknown parameter of {self.default_name}; expected one of {sorted(names)}"
+            )
         return name
 
     def build(self, params: Mapping[str, Any], seed: int):
@@ -403,14 +439,19 @@ class MethodSpec:
     def points(self) -> list[dict]:
         """The grid points (configuration names), in a stable order."""
         names = sorted(self.grid)
-        return [dict(zip(names, values, strict=True)) for values in product(*(self.grid[n] for n in names))]
+        return [
+            dict(zip(names, values, strict=True))
+            for values in product(*(self.grid[n] for n in names))
+        ]
 
     def estimator_params(self, point: Mapping[str, Any], budget: Mapping[str, Any]) -> dict:
         """Estimator parameters of ``point``: the ``budget``'s (when the kind uses it), then
         the fixed parameters and the point, keyed by estimator names."""
         if self.targets is None:
-            raise RuntimeError(f"method {self.name!r} was read without the library's checks (a saved run's "
-                               "configuration); validate it with check_params=True to build estimators")  # fmt: skip
+            raise RuntimeError(
+                f"method {self.name!r} was read without the library's checks (a saved run's "
+                "configuration); validate it with check_params=True to build estimators"
+            )
         merged = {**self.params, **point}
         params = {self.targets.get(name, name): value for name, value in sorted(merged.items())}
         return {**budget, **params} if self.kind.uses_budget else params

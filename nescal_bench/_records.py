@@ -118,8 +118,15 @@ def library_versions() -> dict[str, str]:
 
     from nescal_sklearn import __version__
 
-    versions = {name: module.__version__ for name, module in
-                (("torch", torch), ("sklearn", sklearn), ("numpy", numpy), ("skorch", skorch))}  # fmt: skip
+    versions = {
+        name: module.__version__
+        for name, module in (
+            ("torch", torch),
+            ("sklearn", sklearn),
+            ("numpy", numpy),
+            ("skorch", skorch),
+        )
+    }
     return {"python": platform.python_version(), "nescal_sklearn": __version__, **versions}
 
 
@@ -247,14 +254,18 @@ def check_record(
     """
     record = _checked(Record, record, key)
     found = set(record["test"])
-    failed = {n for n, s in record["calibrators"].items() if isinstance(s, Mapping) and "error" in s}
+    failed = {
+        n for n, s in record["calibrators"].items() if isinstance(s, Mapping) and "error" in s
+    }
     for section in ("validation", "reliability"):
         if set(record[section]) != found or "raw" not in found:
             raise InvalidRecordError(
                 f"'{section}' has the stages {sorted(record[section])} but 'test' has {sorted(found)}"
             )
     if failed & found:
-        raise InvalidRecordError(f"'test' has the stages {sorted(failed & found)} that 'calibrators' says failed")
+        raise InvalidRecordError(
+            f"'test' has the stages {sorted(failed & found)} that 'calibrators' says failed"
+        )
     if stages is not None and found | failed != set(stages):
         raise InvalidRecordError(
             f"'test' has the stages {sorted(found)}"
@@ -297,7 +308,9 @@ def real_dir(path: Path, *, replace: bool = False) -> Path:
     RunError), or with ``replace`` removed first, never written through."""
     if path.is_symlink():
         if not replace:
-            raise RunError(f"{path} is a symbolic link; nescal-bench never writes through one: remove it")
+            raise RunError(
+                f"{path} is a symbolic link; nescal-bench never writes through one: remove it"
+            )
         path.unlink()
     path.mkdir(parents=True, exist_ok=True)
     return path
@@ -433,7 +446,9 @@ class RecordStore:
     def remove_temporaries(self) -> int:
         """Delete the temporary files of ``records/`` and ``failures/`` (call it only while
         holding the output folder's lock: every writer is then gone); return how many."""
-        folders = [f for f in (self.records_dir, self.failures_dir) if f.is_dir() and not f.is_symlink()]
+        folders = [
+            f for f in (self.records_dir, self.failures_dir) if f.is_dir() and not f.is_symlink()
+        ]
         found = [tmp for folder in folders for tmp in folder.glob(".*.tmp")]
         for tmp in found:
             tmp.unlink(missing_ok=True)

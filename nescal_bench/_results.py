@@ -28,9 +28,20 @@ __all__ = ["COLUMNS", "RunResults", "load_results", "results_frame"]
 #: ``calibration`` is the map a self-calibrating fit chose (``CrossFitClassifier``'s
 #: ``calibration_``), None for the others.
 COLUMNS = (
-    "key", "dataset", "method", "seed", "condition", "stage", "metric", "value",
-    "penalty_status", "fit_seconds", "cache_seconds", "calibration", "n_train",
-)  # fmt: skip
+    "key",
+    "dataset",
+    "method",
+    "seed",
+    "condition",
+    "stage",
+    "metric",
+    "value",
+    "penalty_status",
+    "fit_seconds",
+    "cache_seconds",
+    "calibration",
+    "n_train",
+)
 
 
 @dataclass
@@ -91,7 +102,6 @@ class RunResults:
                     out.setdefault(dataset.name, {})[method.name] = found
         return out
 
-
     def rows(self, seeds=None, seen: set | None = None) -> list[tuple]:
         """The rows of :func:`results_frame` of the reported records (each key once:
         those in ``seen`` are skipped, and added to it)."""
@@ -108,10 +118,12 @@ class RunResults:
         """The results frame of this folder alone (see :func:`results_frame`)."""
         config = self.config
         return _frame(
-            self.rows(), stages=config.stages, seeds=list(config.confirm_seeds),
+            self.rows(),
+            stages=config.stages,
+            seeds=list(config.confirm_seeds),
             conditions={c.name: c for c in config.conditions},
             datasets=[d.name for d in config.datasets],
-        )  # fmt: skip
+        )
 
 
 def _read_json(path: Path) -> dict:
@@ -145,7 +157,9 @@ def load_results(results_dir: str | Path, *, move_corrupt: bool = False) -> RunR
     results_dir = Path(results_dir)
     path = results_dir / "config.json"
     if not path.is_file():
-        raise FileNotFoundError(f"No config.json in results directory {str(results_dir)!r}; is it the 'output' of a run?")
+        raise FileNotFoundError(
+            f"No config.json in results directory {str(results_dir)!r}; is it the 'output' of a run?"
+        )
     plan = results_dir / "plan.json"
     if not plan.is_file():
         raise FileNotFoundError(
@@ -160,7 +174,9 @@ def load_results(results_dir: str | Path, *, move_corrupt: bool = False) -> RunR
     try:
         index = FitIndex.from_json(_read_json(plan))
     except (KeyError, TypeError) as exc:
-        raise RunError(f"{plan}: not a plan written by nescal-bench ({exc!r}); rerun its config") from None
+        raise RunError(
+            f"{plan}: not a plan written by nescal-bench ({exc!r}); rerun its config"
+        ) from None
     records = RecordStore(results_dir).load(
         move=move_corrupt, planned=index.keys(), stages=config.stages, metrics=config.metrics
     )
@@ -169,16 +185,28 @@ def load_results(results_dir: str | Path, *, move_corrupt: bool = False) -> RunR
 
 def _rows(record: dict):
     fit = record.get("fit", {})
-    info = (fit.get("penalty_status"), record.get("run", {}).get("fit_seconds"), fit.get("cache_seconds"),
-            fit.get("calibration"))  # fmt: skip
+    info = (
+        fit.get("penalty_status"),
+        record.get("run", {}).get("fit_seconds"),
+        fit.get("cache_seconds"),
+        fit.get("calibration"),
+    )
     measured = {CLEAN: record["test"], **record.get("conditions", {})}
     for condition, stages in measured.items():
         for stage, metrics in stages.items():
             for metric, value in metrics.items():
                 yield (
-                    record["key"], record["dataset"], record["method"], record["seed"],
-                    condition, stage, metric, value, *info, record.get("data", {}).get("n_train"),
-                )  # fmt: skip
+                    record["key"],
+                    record["dataset"],
+                    record["method"],
+                    record["seed"],
+                    condition,
+                    stage,
+                    metric,
+                    value,
+                    *info,
+                    record.get("data", {}).get("n_train"),
+                )
 
 
 def _frame(rows: list, **attrs):

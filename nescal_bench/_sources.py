@@ -53,10 +53,26 @@ SKLEARN_DATASETS = ("iris", "wine", "breast_cancer", "digits")
 #: Named suites of local datasets: ``{"suite": name}`` in a configuration's ``datasets``.
 SUITES: dict[str, tuple[str, ...]] = {
     "dev": (
-        "adult", "bank-marketing", "electricity", "shuttle", "letter", "magic-telescope",
-        "pendigits", "phoneme", "spambase", "churn", "mnist_784_5k", "fashion-mnist", "kc1",
-        "car", "credit-g", "vehicle", "diabetes", "soybean", "wdbc",
-    ),  # fmt: skip
+        "adult",
+        "bank-marketing",
+        "electricity",
+        "shuttle",
+        "letter",
+        "magic-telescope",
+        "pendigits",
+        "phoneme",
+        "spambase",
+        "churn",
+        "mnist_784_5k",
+        "fashion-mnist",
+        "kc1",
+        "car",
+        "credit-g",
+        "vehicle",
+        "diabetes",
+        "soybean",
+        "wdbc",
+    ),
 }
 
 
@@ -83,8 +99,10 @@ def list_local_datasets(folder: str | os.PathLike | None = None) -> list[dict]:
     ``$NESCAL_DATA_DIR`` or ``../shared/data``)."""
     path = data_dir(folder) / "manifest.json"
     if not path.is_file():
-        raise FileNotFoundError(f"No manifest.json in data_dir={str(path.parent)!r} (resolved to "
-                                f"{str(path.parent.resolve())!r}); pass data_dir or set NESCAL_DATA_DIR.")  # fmt: skip
+        raise FileNotFoundError(
+            f"No manifest.json in data_dir={str(path.parent)!r} (resolved to "
+            f"{str(path.parent.resolve())!r}); pass data_dir or set NESCAL_DATA_DIR."
+        )
     return json.loads(path.read_text())
 
 
@@ -211,7 +229,9 @@ class LocalSource(DatasetSource):
     def describe(self, context: DataContext) -> dict:
         """From the manifest, without reading the parquet file."""
         entry = next(e for e in list_local_datasets(context.data_dir) if e["name"] == self.ref)
-        rows = entry["n_rows"] if context.max_rows is None else min(entry["n_rows"], context.max_rows)
+        rows = (
+            entry["n_rows"] if context.max_rows is None else min(entry["n_rows"], context.max_rows)
+        )
         return {"rows": rows, "features": entry["n_features"], "classes": entry["n_classes"]}
 
     def check_files(self, folder: Path) -> str | None:
@@ -323,7 +343,9 @@ class OpenMLTaskSource(DatasetSource):
         train, val = train_test_split(
             train_all, test_size=splits.task_validation, stratify=y[train_all], random_state=seed
         )
-        split = preprocess_split(data.X, y, np.sort(train), np.sort(val), np.asarray(test), np.unique(y))
+        split = preprocess_split(
+            data.X, y, np.sort(train), np.sort(val), np.asarray(test), np.unique(y)
+        )
         return split, f"openml task {data.task.task_id} repeat {repeat} fold {fold}"
 
     def split_identity(self, splits) -> dict:

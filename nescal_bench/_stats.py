@@ -54,7 +54,9 @@ def relative_change(values, reference) -> np.ndarray:
     return 100.0 * (values - reference) / reference
 
 
-def wins_ties_losses(values, reference, *, greater_is_better: bool, tolerance: float) -> tuple[int, int, int]:
+def wins_ties_losses(
+    values, reference, *, greater_is_better: bool, tolerance: float
+) -> tuple[int, int, int]:
     """Pairs where ``values`` beat, tie with or lose to ``reference``.
 
     A tie is a difference of at most ``tolerance`` times ``|reference|`` (relative).
@@ -179,7 +181,9 @@ def unit_table(frame, conditions: Sequence[str], stage: str, metric: str):
     import pandas as pd
 
     rows = frame[
-        frame["condition"].isin(conditions) & (frame["stage"] == stage) & (frame["metric"] == metric)
+        frame["condition"].isin(conditions)
+        & (frame["stage"] == stage)
+        & (frame["metric"] == metric)
     ]
     if len(conditions) > 1:
         rows = rows.assign(dataset=rows["dataset"] + ", " + rows["condition"])

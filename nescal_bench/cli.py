@@ -46,57 +46,173 @@ __all__ = ["main"]
 
 
 _FLAG = {"action": "store_true"}
-_SEEDS = ("--confirm-seeds", {"nargs": "+", "type": int, "metavar": "S",
-                              "help": "confirm seeds to use (default: each folder's own)"})
-_FOLDERS = ("results_dirs", {"nargs": "+", "metavar": "RESULTS_DIR", "help": "results folders (pooled)"})
+_SEEDS = (
+    "--confirm-seeds",
+    {
+        "nargs": "+",
+        "type": int,
+        "metavar": "S",
+        "help": "confirm seeds to use (default: each folder's own)",
+    },
+)
+_FOLDERS = (
+    "results_dirs",
+    {"nargs": "+", "metavar": "RESULTS_DIR", "help": "results folders (pooled)"},
+)
 _BOTH = ["ce", "label_smoothing"]
 
 #: Each command: its help, then its arguments (name, argparse keywords).
 COMMANDS = {
-    "run": ("run every fit of a config, then write the report", [
-        ("config", {"metavar": "CONFIG", "help": "JSON configuration file"}),
-        ("--dry-run", {**_FLAG, "help": "print the plan and train nothing; the time estimate, if "
-                       "any, comes from the fit times of existing records (--resume, --estimate-from)"}),
-        ("--estimate-from", {"nargs": "+", "default": [], "metavar": "RESULTS_DIR",
-                             "help": "with --dry-run: results folders whose records' fit times give the estimate"}),
-        ("--jobs", {"type": int, "default": 1, "metavar": "N", "help": "parallel fits (joblib)"}),
-        ("--resume", {**_FLAG, "help": "skip fits already recorded"}),
-        ("--offline", {**_FLAG, "help": "load only cached OpenML tasks (an uncached one stops the run)"}),
-    ]),
-    "report": ("(re)write report.md and report.html", [
-        ("results_dir", {"metavar": "RESULTS_DIR", "help": "the 'output' of a run"}),
-    ]),
-    "validate": ("check a config and exit (imports no path outside the lab's packages)", [
-        ("config", {"metavar": "CONFIG", "help": "JSON configuration file"}),
-    ]),
-    "compare": ("paired comparisons of methods across datasets (markdown)", [
-        _FOLDERS, _SEEDS,
-        ("--references", {"nargs": "+", "default": _BOTH, "metavar": "M",
-                          "help": "methods every other is compared with (skipped when absent)"}),
-        ("--best-of", {"nargs": "*", "default": _BOTH, "metavar": "M",
-                       "help": "also compare with the per-dataset better of these methods (none: skip)"}),
-        ("--condition", {"default": "clean", "metavar": "NAME",
-                         "help": "an evaluation condition of the runs (default: the clean test rows)"}),
-        ("--metric", {"metavar": "NAME", "help": "metric compared (default: nll, or the condition's "
-                      "own, e.g. auroc for OOD rows)"}),
-        ("--methods", {"nargs": "+", "metavar": "M",
-                       "help": "compare only these methods (references are added; default: all)"}),
-        ("--stages", {"nargs": "+", "metavar": "STAGE",
-                      "help": "only these stages: raw and calibrator names or labels (default: all)"}),
-        ("--plot", {"metavar": "PNG", "help": "also draw the per-dataset changes against the first "
-                    "reference to this PNG"}),
-        ("--plot-methods", {"nargs": "+", "metavar": "M",
-                            "help": "methods drawn by --plot (default: every method but the references)"}),
-    ]),
-    "calibrators": ("the post-hoc calibrators of a run side by side (markdown)", [
-        _FOLDERS, _SEEDS,
-        ("--methods", {"nargs": "+", "metavar": "M", "help": "only the fits of these methods (default: all)"}),
-        ("--reference", {"default": "temperature", "metavar": "STAGE",
-                         "help": "the calibrator the others are compared with (default: temperature)"}),
-        ("--tolerance", {"type": float, "default": 5.0, "metavar": "PCT",
-                         "help": "a fit is hurt when calibration raises its test NLL by more (default: 5)"}),
-    ]),
-}  # fmt: skip
+    "run": (
+        "run every fit of a config, then write the report",
+        [
+            ("config", {"metavar": "CONFIG", "help": "JSON configuration file"}),
+            (
+                "--dry-run",
+                {
+                    **_FLAG,
+                    "help": "print the plan and train nothing; the time estimate, if "
+                    "any, comes from the fit times of existing records (--resume, --estimate-from)",
+                },
+            ),
+            (
+                "--estimate-from",
+                {
+                    "nargs": "+",
+                    "default": [],
+                    "metavar": "RESULTS_DIR",
+                    "help": "with --dry-run: results folders whose records' fit times give the estimate",
+                },
+            ),
+            (
+                "--jobs",
+                {"type": int, "default": 1, "metavar": "N", "help": "parallel fits (joblib)"},
+            ),
+            ("--resume", {**_FLAG, "help": "skip fits already recorded"}),
+            (
+                "--offline",
+                {**_FLAG, "help": "load only cached OpenML tasks (an uncached one stops the run)"},
+            ),
+        ],
+    ),
+    "report": (
+        "(re)write report.md and report.html",
+        [
+            ("results_dir", {"metavar": "RESULTS_DIR", "help": "the 'output' of a run"}),
+        ],
+    ),
+    "validate": (
+        "check a config and exit (imports no path outside the lab's packages)",
+        [
+            ("config", {"metavar": "CONFIG", "help": "JSON configuration file"}),
+        ],
+    ),
+    "compare": (
+        "paired comparisons of methods across datasets (markdown)",
+        [
+            _FOLDERS,
+            _SEEDS,
+            (
+                "--references",
+                {
+                    "nargs": "+",
+                    "default": _BOTH,
+                    "metavar": "M",
+                    "help": "methods every other is compared with (skipped when absent)",
+                },
+            ),
+            (
+                "--best-of",
+                {
+                    "nargs": "*",
+                    "default": _BOTH,
+                    "metavar": "M",
+                    "help": "also compare with the per-dataset better of these methods (none: skip)",
+                },
+            ),
+            (
+                "--condition",
+                {
+                    "default": "clean",
+                    "metavar": "NAME",
+                    "help": "an evaluation condition of the runs (default: the clean test rows)",
+                },
+            ),
+            (
+                "--metric",
+                {
+                    "metavar": "NAME",
+                    "help": "metric compared (default: nll, or the condition's "
+                    "own, e.g. auroc for OOD rows)",
+                },
+            ),
+            (
+                "--methods",
+                {
+                    "nargs": "+",
+                    "metavar": "M",
+                    "help": "compare only these methods (references are added; default: all)",
+                },
+            ),
+            (
+                "--stages",
+                {
+                    "nargs": "+",
+                    "metavar": "STAGE",
+                    "help": "only these stages: raw and calibrator names or labels (default: all)",
+                },
+            ),
+            (
+                "--plot",
+                {
+                    "metavar": "PNG",
+                    "help": "also draw the per-dataset changes against the first "
+                    "reference to this PNG",
+                },
+            ),
+            (
+                "--plot-methods",
+                {
+                    "nargs": "+",
+                    "metavar": "M",
+                    "help": "methods drawn by --plot (default: every method but the references)",
+                },
+            ),
+        ],
+    ),
+    "calibrators": (
+        "the post-hoc calibrators of a run side by side (markdown)",
+        [
+            _FOLDERS,
+            _SEEDS,
+            (
+                "--methods",
+                {
+                    "nargs": "+",
+                    "metavar": "M",
+                    "help": "only the fits of these methods (default: all)",
+                },
+            ),
+            (
+                "--reference",
+                {
+                    "default": "temperature",
+                    "metavar": "STAGE",
+                    "help": "the calibrator the others are compared with (default: temperature)",
+                },
+            ),
+            (
+                "--tolerance",
+                {
+                    "type": float,
+                    "default": 5.0,
+                    "metavar": "PCT",
+                    "help": "a fit is hurt when calibration raises its test NLL by more (default: 5)",
+                },
+            ),
+        ],
+    ),
+}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -133,7 +249,9 @@ def _compare(args) -> int:
             methods = list(dict.fromkeys([*args.methods, *extra]))
         pooled = subset(pooled, methods, args.stages)
     under = {"condition": args.condition, "metric": args.metric}
-    print(compare_markdown(pooled, references=args.references, best_of=args.best_of, **under), end="")
+    print(
+        compare_markdown(pooled, references=args.references, best_of=args.best_of, **under), end=""
+    )
     if args.plot is not None:
         drawn = args.plot_methods or sorted(set(pooled["method"]) - set(args.references))
         plot_comparison(pooled, drawn, args.references[0], args.plot, **under)
@@ -191,10 +309,14 @@ def _main(args) -> int:
         config = load_config(args.config, imports=args.command == "run")
         if args.command == "validate":
             n_points = sum(len(m.points()) for m in config.methods)
-            print(f"{args.config}: valid ({len(config.datasets)} datasets, {len(config.methods)} methods, "
-                  f"{n_points} grid points, {len(config.calibrators)} calibrators, {len(config.conditions)} conditions)")  # fmt: skip
+            print(
+                f"{args.config}: valid ({len(config.datasets)} datasets, {len(config.methods)} methods, "
+                f"{n_points} grid points, {len(config.calibrators)} calibrators, {len(config.conditions)} conditions)"
+            )
             for where, ref in config.deferred:
-                print(f"{where}: {ref!r} is not imported by validate; run imports it (a config is code)")
+                print(
+                    f"{where}: {ref!r} is not imported by validate; run imports it (a config is code)"
+                )
             return 0
         if args.jobs < 1:
             raise ConfigError("--jobs", f"expected int >= 1, got {args.jobs}")
@@ -210,13 +332,20 @@ def _main(args) -> int:
         print(f"nescal-bench: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("nescal-bench: interrupted; every finished fit is recorded, rerun with --resume to continue.",
-              file=sys.stderr)  # fmt: skip
+        print(
+            "nescal-bench: interrupted; every finished fit is recorded, rerun with --resume to continue.",
+            file=sys.stderr,
+        )
         return 130
-    print(f"{summary.report['headline']}\nReport: {summary.report['markdown']} and {summary.report['html']}")
+    print(
+        f"{summary.report['headline']}\nReport: {summary.report['markdown']} and {summary.report['html']}"
+    )
     if summary.failures:
-        print(f"{len(summary.failures)} fit(s) failed; see {summary.output / 'failures'} (rerun with --resume to "
-              "retry them).", file=sys.stderr)  # fmt: skip
+        print(
+            f"{len(summary.failures)} fit(s) failed; see {summary.output / 'failures'} (rerun with --resume to "
+            "retry them).",
+            file=sys.stderr,
+        )
         return 1
     return 0
 
