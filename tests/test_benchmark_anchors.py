@@ -151,7 +151,15 @@ def test_lightgbm_threads(cancer, monkeypatch):
     LightGBMClassifier(n_estimators=2).fit(X, y)
     LightGBMClassifier(n_estimators=2, n_threads=3).fit(X, y)
     # The runner sets n_threads (a THREAD_PARAMS name) to the budget and passes X_val.
-    split = Split(X, y, X_val, y_val, X_test, y_test, np.unique(y))
+    split = Split(
+        X_train=X,
+        y_train=y,
+        X_val=X_val,
+        y_val=y_val,
+        X_test=X_test,
+        y_test=y_test,
+        classes=np.unique(y),
+    )
     model = _fit(LightGBMClassifier(random_state=0), split, threads=2)
     assert requested == [1, 3, 2]
     assert model.n_threads == 2
