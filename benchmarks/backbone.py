@@ -32,8 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nescal_bench import CLEAN
-from nescal_bench._stats import unit_table
+from nescal_bench import CLEAN, unit_table
 from nescal_bench.studies import (
     config_frame,
     load_study_config,

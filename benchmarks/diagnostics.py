@@ -39,8 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nescal_bench import SUITES
-from nescal_bench._stats import wilcoxon_p
+from nescal_bench import SUITES, wilcoxon_p
 from nescal_bench.studies import save_figure
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -132,7 +132,7 @@ def tables(config) -> tuple[str, str, dict]:
     the figure, from the run's tidy results frame."""
     import pandas as pd
 
-    from nescal_bench._stats import paired_comparison, unit_table, wins_ties_losses
+    from nescal_bench import paired_comparison, unit_table, wins_ties_losses
     from nescal_bench.studies import config_frame, markdown_table
 
     frame = config_frame(config)

@@ -34,8 +34,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from nescal_bench import load_config, results_frame
-from nescal_bench._stats import average_ranks, paired_comparison, unit_table
+from nescal_bench import (
+    average_ranks,
+    load_config,
+    paired_comparison,
+    results_frame,
+    unit_table,
+)
 from nescal_bench.studies import markdown_table, median, run_configs
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -29,7 +29,7 @@ def wilcoxon_p(differences) -> float:
 
     Examples
     --------
-    >>> from nescal_bench._stats import wilcoxon_p
+    >>> from nescal_bench import wilcoxon_p
     >>> wilcoxon_p([-20.0, -10.0, 5.0])  # ranks 3, 2 negative, 1 positive: P(W <= 1) = 2/8
     0.5
     """
@@ -46,7 +46,7 @@ def relative_change(values, reference) -> np.ndarray:
 
     Examples
     --------
-    >>> from nescal_bench._stats import relative_change
+    >>> from nescal_bench import relative_change
     >>> relative_change([0.9, 1.2], [1.0, 1.0]).round(6).tolist()
     [-10.0, 20.0]
     """
@@ -63,7 +63,7 @@ def wins_ties_losses(
 
     Examples
     --------
-    >>> from nescal_bench._stats import wins_ties_losses
+    >>> from nescal_bench import wins_ties_losses
     >>> wins_ties_losses([1.0, 3.0, 5.0], [2.0, 3.01, 4.0], greater_is_better=False,
     ...                  tolerance=0.01)
     (1, 1, 1)
@@ -136,7 +136,7 @@ def paired_comparison(
 
     Examples
     --------
-    >>> from nescal_bench._stats import paired_comparison
+    >>> from nescal_bench import paired_comparison
     >>> c = paired_comparison({"x": 0.9, "y": 0.5},
     ...                       {"ce": {"x": 1.0, "y": 1.0}, "ls": {"x": 0.8, "y": 2.0}},
     ...                       greater_is_better=False)
@@ -199,7 +199,7 @@ def average_ranks(table, *, greater_is_better: bool) -> tuple[dict[str, float], 
     Examples
     --------
     >>> import pandas as pd
-    >>> from nescal_bench._stats import average_ranks
+    >>> from nescal_bench import average_ranks
     >>> table = pd.DataFrame({"a": [1.0, 2.0, None], "b": [2.0, 2.0, 0.0]}, index=list("xyz"))
     >>> average_ranks(table, greater_is_better=False)
     ({'a': 1.25, 'b': 1.75}, 2)
