@@ -40,13 +40,8 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "_methods": ("ClassifierMethod", "LossMethod", "MethodKind", "MethodSpec"),
     "_openml": ("OpenMLUnavailableError",),
     "_records": ("CorruptRecordWarning", "InvalidRecordError", "RecordStore", "check_record"),
-    "_report": (
-        "CompareError",
-        "calibrators_markdown",
-        "compare_markdown",
-        "plot_comparison",
-        "write_report",
-    ),
+    "_compare": ("CompareError", "calibrators_markdown", "compare_markdown", "plot_comparison"),
+    "_report": ("write_report",),
     "_results": ("RunResults", "load_results", "results_frame"),
     "_runner": ("RunSummary", "dry_run", "plan_run", "run_benchmark"),
     "_sources": (

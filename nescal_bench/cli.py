@@ -228,7 +228,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _calibrators(args) -> int:
-    from ._report import calibrators_markdown, subset
+    from ._compare import calibrators_markdown, subset
     from ._results import results_frame
 
     frame = subset(results_frame(args.results_dirs, args.confirm_seeds), args.methods)
@@ -237,7 +237,7 @@ def _calibrators(args) -> int:
 
 
 def _compare(args) -> int:
-    from ._report import compare_markdown, plot_comparison, subset
+    from ._compare import compare_markdown, plot_comparison, subset
     from ._results import results_frame
 
     pooled = results_frame(args.results_dirs, args.confirm_seeds)
@@ -292,9 +292,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(args) -> int:
     from ._base import ConfigError, RunError
+    from ._compare import CompareError
     from ._config import load_config
     from ._openml import OpenMLUnavailableError
-    from ._report import CompareError, write_report
+    from ._report import write_report
     from ._runner import dry_run, run_benchmark
 
     try:

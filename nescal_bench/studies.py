@@ -16,11 +16,11 @@ from pathlib import Path
 
 import numpy as np
 
+from ._compare import render, table
 from ._conditions import CLEAN
 from ._config import BenchmarkConfig, validate_config
 from ._figures import plot_changes
 from ._records import RecordStore
-from ._report import render, table
 from ._results import RunResults
 from ._runner import plan_run, run_benchmark
 from ._stats import paired_comparison, unit_table, wins_ties_losses
