@@ -111,9 +111,11 @@ def dotted(loc: tuple) -> str:
     return out
 
 
-def parse(kind: Any, value: Any, path: str = "", error: type = ConfigError) -> Any:
-    """``value`` validated as ``kind`` (a pydantic type); at the first problem, ``error``
-    with its path under ``path`` and what was wrong.
+def parse(
+    kind: Any, value: Any, path: str = "", error: type = ConfigError, context: dict | None = None
+) -> Any:
+    """``value`` validated as ``kind`` (a pydantic type, its validators given ``context``);
+    at the first problem, ``error`` with its path under ``path`` and what was wrong.
 
     Examples
     --------
@@ -125,7 +127,7 @@ def parse(kind: Any, value: Any, path: str = "", error: type = ConfigError) -> A
     nescal_bench._base.ConfigError: confirm_seeds[1]: input should be greater than or equal to 0, got -1
     """
     try:
-        return TypeAdapter(kind).validate_python(value)
+        return TypeAdapter(kind).validate_python(value, context=context)
     except ValidationError as exc:
         problem = exc.errors(include_url=False)[0]
         where = dotted((path, *problem["loc"]) if path else problem["loc"])

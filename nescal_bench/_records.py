@@ -26,7 +26,17 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AllowInfNan, BaseModel, ConfigDict, Field, Strict, StrictInt, StrictStr
+from pydantic import (
+    AllowInfNan,
+    BaseModel,
+    ConfigDict,
+    Field,
+    Strict,
+    StrictInt,
+    StrictStr,
+    ValidationInfo,
+    model_validator,
+)
 
 from ._base import BenchmarkWarning, RunError, parse
 
@@ -174,7 +184,11 @@ class Run(_Open):
 
 
 class Failure(_Open):
-    """What a ``failures/`` note holds: the fit's identification and its ``error``."""
+    """What a ``failures/`` note holds: the fit's identification and its ``error``.
+
+    Validated with the context ``{"key": ...}``, the key its file name gives, which the
+    note's own ``key`` must equal.
+    """
 
     key: Annotated[StrictStr, Field(pattern=r"^[0-9a-f]{20}$")]
     dataset: Text
@@ -183,9 +197,29 @@ class Failure(_Open):
     seed: Count
     error: StrictStr
 
+    @model_validator(mode="before")
+    @classmethod
+    def _an_object(cls, value: Any) -> Any:
+        if not isinstance(value, dict):
+            raise ValueError(f"expected a JSON object, got {type(value).__name__}")
+        return value
+
+    @model_validator(mode="after")
+    def _named_by_its_key(self, info: ValidationInfo) -> Failure:
+        key = (info.context or {}).get("key")
+        if key is not None and self.key != key:
+            raise ValueError(f"its 'key' is {self.key!r}, not the file's name {key!r}")
+        return self
+
 
 class Record(Failure):
-    """The layout of a record (see ``docs/benchmark_runner.md``); every metric finite."""
+    """The layout of a record (see ``docs/benchmark_runner.md``); every metric finite.
+
+    ``test``, ``validation`` and ``reliability`` have the same stages, ``"raw"`` among
+    them, and none that ``calibrators`` says failed. The validation context may add
+    ``stages`` (those of the configuration that planned it: each measured or failed) and
+    ``metrics`` (every ``test`` stage has them).
+    """
 
     error: None = None
     params: dict
@@ -200,19 +234,39 @@ class Record(Failure):
     environment: dict
     run: Run
 
-
-def _checked(kind: type, value: Any, key: str | None) -> dict:
-    if not isinstance(value, dict):
-        raise InvalidRecordError(f"expected a JSON object, got {type(value).__name__}")
-    parse(kind, value, error=InvalidRecordError)
-    if key is not None and value["key"] != key:
-        raise InvalidRecordError(f"its 'key' is {value['key']!r}, not the file's name {key!r}")
-    return dict(value)
+    @model_validator(mode="after")
+    def _same_stages(self, info: ValidationInfo) -> Record:
+        found = set(self.test)
+        failed = {n for n, s in self.calibrators.items() if isinstance(s, dict) and "error" in s}
+        for section in ("validation", "reliability"):
+            stages = getattr(self, section)
+            if set(stages) != found or "raw" not in found:
+                raise ValueError(
+                    f"'{section}' has the stages {sorted(stages)} but 'test' has {sorted(found)}"
+                )
+        if failed & found:
+            raise ValueError(
+                f"'test' has the stages {sorted(failed & found)} that 'calibrators' says failed"
+            )
+        context = info.context or {}
+        planned = context.get("stages")
+        if planned is not None and found | failed != set(planned):
+            also = f" (and {sorted(failed)} failed)" if failed else ""
+            raise ValueError(
+                f"'test' has the stages {sorted(found)}{also}; its configuration has "
+                f"{sorted(planned)}"
+            )
+        for stage, values in self.test.items():
+            missing = [m for m in context.get("metrics", ()) if m not in values]
+            if missing:
+                raise ValueError(f"'test.{stage}' lacks the metrics {missing}")
+        return self
 
 
 def check_failure(failure: Any, key: str | None = None) -> dict:
-    """Check a ``failures/`` note; return it."""
-    return _checked(Failure, failure, key)
+    """Check a ``failures/`` note (:class:`Failure`); return it."""
+    parse(Failure, failure, error=InvalidRecordError, context={"key": key})
+    return dict(failure)
 
 
 def check_record(
@@ -222,7 +276,8 @@ def check_record(
     stages: Sequence[str] | None = None,
     metrics: Sequence[str] = (),
 ) -> dict:
-    """Check that ``record`` has every key and type the benchmark reads; return it.
+    """Check that ``record`` has every key and type the benchmark reads (:class:`Record`);
+    return it.
 
     Parameters
     ----------
@@ -252,31 +307,9 @@ def check_record(
     ...     print(exc)
     dataset: required key missing
     """
-    record = _checked(Record, record, key)
-    found = set(record["test"])
-    failed = {
-        n for n, s in record["calibrators"].items() if isinstance(s, Mapping) and "error" in s
-    }
-    for section in ("validation", "reliability"):
-        if set(record[section]) != found or "raw" not in found:
-            raise InvalidRecordError(
-                f"'{section}' has the stages {sorted(record[section])} but 'test' has {sorted(found)}"
-            )
-    if failed & found:
-        raise InvalidRecordError(
-            f"'test' has the stages {sorted(failed & found)} that 'calibrators' says failed"
-        )
-    if stages is not None and found | failed != set(stages):
-        raise InvalidRecordError(
-            f"'test' has the stages {sorted(found)}"
-            + (f" (and {sorted(failed)} failed)" if failed else "")
-            + f"; its configuration has {sorted(stages)}"
-        )
-    for stage, values in record["test"].items():
-        missing = [m for m in metrics if m not in values]
-        if missing:
-            raise InvalidRecordError(f"'test.{stage}' lacks the metrics {missing}")
-    return record
+    context = {"key": key, "stages": stages, "metrics": metrics}
+    parse(Record, record, error=InvalidRecordError, context=context)
+    return dict(record)
 
 
 def _parse(path: Path) -> Any:
