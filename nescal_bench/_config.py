@@ -9,7 +9,8 @@ neural method needs) is checked after, with the same kind of message.
 
 A configuration is code: ``run`` imports the import paths it names. ``validate``
 imports only those of this package, the library, scikit-learn and the ``bench`` extra
-(:data:`~._methods.TRUSTED`) and lists the others (:attr:`BenchmarkConfig.deferred`).
+(:func:`~._methods.trusted`), in ``params`` and in ``grid`` values, and lists the
+others (:attr:`BenchmarkConfig.deferred`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -34,9 +34,11 @@ from pydantic import (
     model_validator,
 )
 
+from nescal_sklearn.exceptions import ParameterError
+
 from ._base import ConfigError, ConfigWarning, Name, check_name, parse, show
 from ._conditions import Condition, parse_conditions
-from ._methods import FIT_ON, METHOD_KINDS, TRUSTED, ClassifierMethod, LossMethod, MethodSpec
+from ._methods import FIT_ON, METHOD_KINDS, ClassifierMethod, LossMethod, MethodSpec, trusted
 from ._registry import CALIBRATORS, METRICS
 from ._sources import (
     SKLEARN_DATASETS,
@@ -413,16 +415,16 @@ def _method(i: int, entry: MethodEntry, check_params: bool, imports: bool) -> Me
         kind = LossMethod.from_config(f"{path}.loss", ref)
     else:
         kind = ClassifierMethod.from_config(f"{path}.estimator", ref, imports=imports)
-    name = entry.name or kind.default_name
-    params, grid = dict(entry.params), {k: tuple(v) for k, v in entry.grid.items()}
-    foreign = [r for r in kind.imports(params) if r.split(".")[0] not in TRUSTED]
-    if not check_params or (foreign and not imports):
-        return MethodSpec(name, kind, params, grid, fit_on=entry.fit_on)
+    grid = {k: tuple(v) for k, v in entry.grid.items()}
+    spec = MethodSpec(entry.name or kind.default_name, kind, dict(entry.params), grid)
+    spec = replace(spec, fit_on=entry.fit_on)
+    if not check_params or (not imports and not all(map(trusted, spec.imports()))):
+        return spec  # a saved run's, or a method whose imports are left to run
     targets = {}
     for section in ("params", "grid"):
         for param in getattr(entry, section):
             targets[param] = kind.parameter_target(param, f"{path}.{section}.{param}")
-    return MethodSpec(name, kind, params, grid, targets, fit_on=entry.fit_on)
+    return replace(spec, targets=targets)
 
 
 def _locate(i: int, method: MethodSpec, point: dict, config: BenchmarkConfig, param: str) -> str:
@@ -455,27 +457,24 @@ def _check_methods(config: BenchmarkConfig) -> None:
                 ) from None
             try:
                 method.kind.check(estimator)
-            except (ValueError, TypeError) as exc:
-                message = str(exc)
-                # the parameter to blame: "The 'lr' parameter of ...", "loss__warmup=5 ...",
-                # "NeSCalLoss: n_neighbors must ..." (a loss's own message)
-                words = re.findall(r"\w+", message)[:3]
-                params = estimator.get_params()
-                param = next((p for w in words for p in (w, f"loss__{w}") if p in params), "")
-                if param == "loss__warmup":  # say where max_epochs comes from
-                    from nescal_sklearn.estimator import get_recipe
+            except ParameterError as exc:
+                raise ConfigError(*_blame(i, method, point, config, estimator, exc)) from None
+            except (ValueError, TypeError) as exc:  # not the library's: the method
+                raise ConfigError(f"methods[{i}]", str(exc)) from None
 
-                    epochs = (
-                        estimator.max_epochs or get_recipe(estimator.recipe).params["max_epochs"]
-                    )
-                    where = _locate(i, method, point, config, "max_epochs")
-                    message = message.replace(
-                        f"max_epochs={epochs}", f"max_epochs={epochs} ({where})", 1
-                    )
-                where = _locate(i, method, point, config, param) if param else f"methods[{i}]"
-                raise ConfigError(
-                    where if not where.startswith("recipe") else f"methods[{i}]", message
-                ) from None
+
+def _blame(i, method: MethodSpec, point: dict, config, estimator, exc: ParameterError):
+    """``(key, message)``: the configuration key to change for ``exc`` (where its
+    parameter ``exc.param`` is set) and the message; a warm-up after the last epoch also
+    says where ``max_epochs`` comes from."""
+    where, message = _locate(i, method, point, config, exc.param), str(exc)
+    if exc.param == "loss__warmup":
+        from nescal_sklearn.estimator import get_recipe
+
+        epochs = estimator.max_epochs or get_recipe(estimator.recipe).params["max_epochs"]
+        source = _locate(i, method, point, config, "max_epochs")
+        message = message.replace(f"max_epochs={epochs}", f"max_epochs={epochs} ({source})", 1)
+    return (f"methods[{i}]" if where.startswith("recipe") else where), message
 
 
 def _is_control(config: BenchmarkConfig, method: MethodSpec) -> bool:
@@ -562,7 +561,7 @@ def validate_config(
         configuration, which the report and ``compare`` read without importing torch or
         any import path it names; such a configuration cannot plan fits.
     imports : bool, default=True
-        Import the configuration's import paths outside :data:`~._methods.TRUSTED` (what
+        Import the configuration's import paths that :func:`~._methods.trusted` refuses (what
         ``run`` does). False leaves them, and the checks of their methods, to ``run``
         and lists them in ``deferred`` (what ``validate`` does).
 
@@ -636,8 +635,8 @@ def validate_config(
         (f"methods[{i}]", ref)
         for i, m in enumerate(methods)
         if m.targets is None and check_params
-        for ref in m.kind.imports(m.params)
-        if ref.split(".")[0] not in TRUSTED
+        for ref in m.imports()
+        if not trusted(ref)
     ]
     config = BenchmarkConfig(
         name=name,

@@ -4,10 +4,11 @@ A method is a ``NeSCalClassifier`` with a registered loss (:class:`LossMethod`) 
 scikit-learn classifier (:class:`ClassifierMethod`); :data:`METHOD_KINDS` is the only
 place where the configuration key (``"loss"`` or ``"estimator"``) becomes a class.
 
-A configuration is code: ``"estimator"`` and a loss method's ``"module"`` are import
-paths. ``validate`` imports only paths under :data:`TRUSTED` (this package, the
-library, scikit-learn and the declared extras) and lists the others, which ``run``
-imports. :func:`stated_params` is the canonical form of the parameters a configuration
+A configuration is code: ``"estimator"``, a loss method's ``"module"`` and every
+``{"class": ...}`` member, in ``params`` and in ``grid`` values, are import paths.
+``validate`` imports only the paths :func:`trusted` accepts (under :data:`TRUSTED`: this
+package, the library, scikit-learn and the declared extras, as installed) and lists the
+others, which ``run`` imports. :func:`stated_params` is the canonical form of the parameters a configuration
 states, which every record key holds (with the recipe that fills in the rest).
 """
 
@@ -15,11 +16,17 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.metadata
+import importlib.util
 import inspect
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import product
+from pathlib import Path
 from typing import Any, ClassVar
+
+from nescal_sklearn.exceptions import ParameterError
 
 from ._base import ConfigError, show
 
@@ -34,6 +41,7 @@ __all__ = [
     "MethodSpec",
     "public_path",
     "stated_params",
+    "trusted",
 ]
 
 #: The rows a method is fitted on: the training rows (the validation rows then fit the
@@ -45,8 +53,9 @@ FIT_ON = ("train", "train+validation")
 #: Estimator parameters that the runner sets (seeds, verbosity, the loss itself).
 RUNNER_PARAMS = ("random_state", "verbose", "loss")
 
-#: Top-level packages whose import paths ``validate`` imports: the library, this lab,
-#: scikit-learn, torch, skorch and the ``bench`` extra's models and calibrators.
+#: Top-level packages whose import paths ``validate`` imports (see :func:`trusted`): the
+#: library, this lab, scikit-learn, torch, skorch and the ``bench`` extra's models and
+#: calibrators.
 TRUSTED = frozenset(
     {
         "nescal_sklearn",
@@ -60,6 +69,40 @@ TRUSTED = frozenset(
         "probmetrics",
     }
 )
+
+
+@functools.lru_cache(maxsize=64)
+def _installed(package: str) -> bool:
+    """Whether ``package`` is imported already, or would be imported from the files of an
+    installed distribution: not from a folder of that name that comes first on
+    ``sys.path`` (the working folder under ``python -m``, a ``PYTHONPATH`` entry)."""
+    if package in sys.modules:
+        return True
+    spec = importlib.util.find_spec(package)  # finds the package; runs none of its code
+    if spec is None or spec.origin is None:
+        return False
+    origin = Path(spec.origin).resolve()
+    for name in importlib.metadata.packages_distributions().get(package, ()):
+        distribution = importlib.metadata.distribution(name)
+        files = distribution.files or ()
+        if any(Path(distribution.locate_file(f)).resolve() == origin for f in files):
+            return True
+    return False
+
+
+def trusted(ref: str) -> bool:
+    """Whether ``validate`` may import the import path ``ref``: its top-level package is
+    one of :data:`TRUSTED` and comes from where it is installed (or is imported already).
+
+    Examples
+    --------
+    >>> from nescal_bench._methods import trusted
+    >>> trusted("sklearn.linear_model.LogisticRegression"), trusted("this.X")
+    (True, False)
+    """
+    package = MOVED.get(ref, ref).split(".")[0]
+    return package in TRUSTED and _installed(package)
+
 
 #: Classes that moved when the lab left the library: the import path the configurations
 #: and record keys of format 3 name -> where the class lives now. Keys keep the old path.
@@ -242,9 +285,22 @@ class MethodKind:
         return []
 
     def check(self, estimator) -> None:
-        """The library's own checks of ``estimator`` without data (ValueError, TypeError)."""
-        if hasattr(estimator, "_parameter_constraints"):
-            estimator._validate_params()
+        """The estimator's own checks without data: scikit-learn's parameter constraints,
+        one parameter at a time, so that the error (a
+        :class:`~nescal_sklearn.exceptions.ParameterError`) names the parameter."""
+        from sklearn.utils._param_validation import (
+            InvalidParameterError,
+            validate_parameter_constraints,
+        )
+
+        constraints = getattr(estimator, "_parameter_constraints", {})
+        for name, value in estimator.get_params(deep=False).items():
+            try:
+                validate_parameter_constraints(
+                    constraints, {name: value}, caller_name=type(estimator).__name__
+                )
+            except InvalidParameterError as exc:
+                raise ParameterError(name, str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -355,7 +411,7 @@ class ClassifierMethod(MethodKind):
                     f"expected an import path, or the name of a scikit-learn classifier, got {show(ref)}",
                 )
             found = classifiers[ref]
-        elif not imports and MOVED.get(ref, ref).split(".")[0] not in TRUSTED:
+        elif not imports and not trusted(ref):
             return cls(ref)  # a foreign import: left to run
         else:
             found = import_path(path, ref)
@@ -435,6 +491,12 @@ class MethodSpec:
     grid: Mapping[str, tuple] = field(default_factory=dict)
     targets: Mapping[str, str] | None = None
     fit_on: str = "train"
+
+    def imports(self) -> list[str]:
+        """Every import path a fit of the method may import: those of its fixed
+        parameters, and of every value of its grid (each once, in order)."""
+        values = [self.params, *({name: v} for name, grid in self.grid.items() for v in grid)]
+        return list(dict.fromkeys(ref for p in values for ref in self.kind.imports(p)))
 
     def points(self) -> list[dict]:
         """The grid points (configuration names), in a stable order."""

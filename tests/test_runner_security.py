@@ -179,6 +179,51 @@ def test_validate_imports_no_module_a_config_names(tmp_path, how):
     assert not (tmp_path / "PWNED").exists()
 
 
+VOTING = "sklearn.ensemble.VotingClassifier"
+
+
+@pytest.mark.parametrize("how", ["module", "pythonpath"])
+def test_validate_imports_nothing_from_grids_nor_a_shadowed_trusted_package(tmp_path, how):
+    """Z03, Z05-Z08 of reliability-8e13b82: import paths in grid values and in members nested
+    in grid values, and a local folder named like a trusted package (pytabkit): each is
+    listed, and left to run."""
+    (tmp_path / "evil_mod.py").write_text(EVIL)
+    (tmp_path / "pytabkit").mkdir()  # first on sys.path under python -m, before site-packages
+    (tmp_path / "pytabkit" / "__init__.py").write_text(EVIL.replace("Evil", "X"))
+    members = [[["a", {"class": "this.X"}]]], [[["a", {"class": "evil_mod.Evil"}]]]
+    methods = [
+        {"name": "z03", "loss": "ce", "grid": {"module": ["this.X"]}},
+        {"name": "z05", "estimator": VOTING, "grid": {"estimators": members[0]}},
+        {"name": "z06", "loss": "ce", "grid": {"module": ["evil_mod.Net"]}},
+        {"name": "z07", "estimator": VOTING, "grid": {"estimators": members[1]}},
+        {"name": "z08", "estimator": "pytabkit.X"},
+    ]
+    config = {**TINY, "recipe": "2026-12-04", "output": str(tmp_path / "out"), "methods": methods}
+    (tmp_path / "cfg.json").write_text(json.dumps(config))
+    path = [str(ROOT), str(tmp_path)] if how == "pythonpath" else [str(ROOT)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
+    result = subprocess.run(
+        [sys.executable, "-m", "nescal_bench.cli", "validate", "cfg.json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr
+    deferred = ["this.X", "this.X", "evil_mod.Net", "evil_mod.Evil", "pytabkit.X"]
+    assert result.stdout == "".join(
+        [
+            "cfg.json: valid (1 datasets, 5 methods, 5 grid points, 1 calibrators, 0 conditions)\n",
+            *(
+                f"methods[{i}]: {ref!r} is not imported by validate; run imports it (a config is "
+                "code)\n"
+                for i, ref in enumerate(deferred)
+            ),
+        ]
+    )  # (the stdlib's `this` would have printed the Zen of Python)
+    assert not (tmp_path / "PWNED").exists() and not (tmp_path / "pytabkit" / "PWNED").exists()
+
+
 # --------------------------------------------------------------------------- S2
 SHARED_CACHE = ROOT.parent / "shared" / "openml_cache"
 TEST_SERVER = "https://test.openml.org/api/v1/xml"
