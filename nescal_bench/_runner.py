@@ -376,7 +376,25 @@ def _load_records(store: RecordStore, plan: Plan, *, move: bool) -> dict[str, di
     return store.load(move=move, planned=planned, stages=config.stages, metrics=config.metrics)
 
 
+#: The file a runner writes into an output folder it creates (or finds empty, but for the
+#: lock file): the mark of the folders it may write into again. A folder of an older
+#: nescal-bench, which wrote no mark, is known by its ``config.json``, ``plan.json`` and
+#: ``records/``.
+MARK = ".nescal-bench"
+
+
 def _refuse_existing(store: RecordStore, output: Path, resume: bool) -> None:
+    """Refuse a folder that holds files nescal-bench did not write, and one that holds
+    records without ``resume``."""
+    found = sorted(p.name for p in output.iterdir() if p.name != ".lock") if output.is_dir() else []
+    if found and MARK not in found and not {"config.json", "plan.json", "records"} <= set(found):
+        shown = ", ".join(found[:5]) + (f", ... ({len(found)} entries)" if len(found) > 5 else "")
+        raise RunError(
+            f"the output directory {str(output)!r} holds files that nescal-bench did not write "
+            f"({shown}); it never writes into such a folder"
+            + (" (--resume continues only a folder of its own)" if resume else "")
+            + ": set 'output' to a new or an empty folder, or move those files away"
+        )
     existing = store.keys()
     if existing and not resume:
         raise RunError(
@@ -409,7 +427,9 @@ def run_benchmark(
         no planned fit has (another key: an edited config, a changed default, another
         library version or thread count) are ignored, and the run says so. Files that
         are not valid records are moved to ``records/corrupt/`` with a
-        :class:`~._records.CorruptRecordWarning`, and their fits run again.
+        :class:`~._records.CorruptRecordWarning`, and their fits run again. With or
+        without it, an existing folder that is not empty must be one of the runner's
+        own: the runner never writes into a folder of someone else's files.
     progress : bool, default=True
         Progress bar and one line per finished fit on ``stream``.
     stream : file or None, default=None
@@ -427,7 +447,8 @@ def run_benchmark(
     ------
     RunError
         Before any fit (and before ``config.json`` is written) if the output directory
-        is unusable, holds records without ``resume``, or is locked by another run.
+        is unusable, holds files that nescal-bench did not write (its own folders carry
+        :data:`MARK`), holds records without ``resume``, or is locked by another run.
     KeyboardInterrupt
         On Ctrl-C: every finished fit is recorded, the interrupted ones are not, the
         workers are stopped and the lock released.
@@ -454,6 +475,8 @@ def run_benchmark(
         real_dir(output)
         stack.enter_context(output_lock(output))
         _refuse_existing(store, output, resume)  # again, now that no other run can write
+        if {p.name for p in output.iterdir()} <= {".lock"}:  # new or empty: its own, marked
+            write_atomic(output / MARK, "A results folder of nescal-bench run.\n")
         store.remove_temporaries()  # left by a dead runner: only the lock holder writes
         records = _load_records(store, plan, move=True)
         _save_run(plan, output)
