@@ -15,9 +15,12 @@ import importlib
 from importlib.util import find_spec
 from typing import Any
 
+# Without the bench extra the package cannot be imported: its error (named for this package)
+# is the extra's install command, which the nescal-bench command prints instead of a traceback.
 if _missing := [name for name in ("pandas", "pydantic", "filelock") if find_spec(name) is None]:
     raise ModuleNotFoundError(
-        f"nescal_bench needs the lab's extra ({', '.join(_missing)} missing): pip install -e '.[bench]'"
+        f"nescal_bench needs the lab's extra ({', '.join(_missing)} missing): pip install -e '.[bench]'",
+        name=__name__,
     )
 
 #: The module that defines each public name.

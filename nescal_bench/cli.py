@@ -18,12 +18,12 @@ Exit status:
 * 0 on success;
 * 1 when some fits failed (they are in ``OUTPUT/failures/`` and the report, and
   ``--resume`` retries them);
-* 2 for a bad config or command line, an unusable output directory (a file, a NUL in
-  the path, no write permission, the data folder), an output directory that holds
-  files nescal-bench did not write, or records without ``--resume``, or is locked by
-  another run, an OpenML task that
-  cannot be loaded (or, with ``--offline``, is not cached), a comparison that cannot be
-  made; nothing is written then (``config.json`` included);
+* 2 without the lab's extra (the message is its install command), for a bad config or
+  command line, an unusable output directory (a file, a NUL in the path, no write
+  permission, the data folder), an output directory that holds files nescal-bench did
+  not write, or records without ``--resume``, or is locked by another run, an OpenML
+  task that cannot be loaded (or, with ``--offline``, is not cached), a comparison that
+  cannot be made; nothing is written then (``config.json`` included);
 * 130 when interrupted (Ctrl-C): every finished fit is recorded, the interrupted ones
   are not, the worker processes are stopped, and ``--resume`` continues.
 

@@ -376,6 +376,48 @@ def test_scikit_learn_constraints_name_their_parameter():
     )
 
 
+COMMAND = (
+    "import importlib.util as util, sys\n"
+    "{hide}"
+    "sys.argv = ['nescal-bench', 'validate', 'no/such/config.json']\n"
+    "from nescal_bench_command import main\n"  # the console script's entry point
+    "sys.exit(main())\n"
+)
+# pandas as if not installed: find_spec answers None, and an import of it fails
+WITHOUT_PANDAS = (
+    "find = util.find_spec\n"
+    "util.find_spec = lambda name, *a: None if name == 'pandas' else find(name, *a)\n"
+    "class Block:\n"
+    "    def find_spec(self, name, path=None, target=None):\n"
+    "        if name.partition('.')[0] == 'pandas':\n"
+    "            raise ModuleNotFoundError(f'No module named {{name!r}}', name=name)\n"
+    "sys.meta_path.insert(0, Block())\n"
+)
+
+
+def test_the_command_without_the_bench_extra_prints_its_install_line():
+    import subprocess
+    import sys
+
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+    root = CONFIGS.parents[1]
+    scripts = tomllib.loads((root / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts == {"nescal-bench": "nescal_bench_command:main"}
+    program = COMMAND.format(hide=WITHOUT_PANDAS)
+    result = subprocess.run([sys.executable, "-c", program], cwd=root, capture_output=True, text=True)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == (
+        "nescal-bench: error: nescal_bench needs the lab's extra (pandas missing): "
+        "pip install -e '.[bench]'\n"
+    )
+    # with the extra, the same entry point is the command
+    result = subprocess.run(
+        [sys.executable, "-c", COMMAND.format(hide="")], cwd=root, capture_output=True, text=True
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith("nescal-bench: error: cannot read config file 'no/such/config.json'")
+
+
 def test_validate_command(tmp_path, capsys):
     from nescal_bench.cli import main
 
