@@ -37,7 +37,7 @@ class ConfigError(ValueError):
     """
 
     def __init__(self, path: str, message: str) -> None:
-        self.path = path
+        self.path, self.message = path, message
         super().__init__(f"{path}: {message}" if path else message)
 
 
@@ -132,6 +132,9 @@ def parse(
         problem = exc.errors(include_url=False)[0]
         where = dotted((path, *problem["loc"]) if path else problem["loc"])
         message = _PLAIN.get(problem["type"])
+        cause = problem.get("ctx", {}).get("error")
+        if isinstance(cause, ConfigError):  # a model validator's own key, under the model's
+            where, message = ".".join(p for p in (where, cause.path) if p), cause.message
         if message is None:
             text = problem["msg"].removeprefix("Value error, ")
             if problem["type"] != "value_error":  # pydantic's own: say what was found

@@ -238,6 +238,11 @@ class MethodEntry(_Model):
             )
         return self
 
+    @property
+    def default_name(self) -> str:
+        """Its name: ``name``, else the loss, else the estimator's class name."""
+        return self.name or self.loss or str(self.estimator).rpartition(".")[2]
+
 
 class ConfigFile(_Model):
     """The keys of a configuration file."""
@@ -261,6 +266,37 @@ class ConfigFile(_Model):
     ] = ["nll", "ece", "brier", "accuracy"]
     selection: StrictStr = "raw"
     report: ReportSettings = ReportSettings()
+
+    @model_validator(mode="after")
+    def _names_and_seeds(self) -> ConfigFile:
+        for i, method in enumerate(self.methods):
+            names = [m.default_name for m in self.methods[:i]]
+            if method.default_name in names:
+                also = f"methods[{names.index(method.default_name)}]"
+                message = f"duplicate method name {method.default_name!r} (also {also})"
+                raise ConfigError(f"methods[{i}].name", f"{message}; give each a 'name'")
+        stages = ["raw"]
+        for i, spec in enumerate(self.calibrators):
+            where = f"calibrators[{i}]" + (".label" if spec.label is not None else "")
+            if spec.stage == "raw":
+                raise ConfigError(where, "'raw' names the uncalibrated model; pick another label")
+            if spec.stage in stages:
+                hint = "" if spec.label is not None else "; give each a 'label'"
+                also = f"calibrators[{stages.index(spec.stage) - 1}]"
+                raise ConfigError(where, f"duplicate calibrator {spec.stage!r} (also {also}){hint}")
+            stages.append(spec.stage)
+        points = [math.prod(len(v) for v in m.grid.values()) for m in self.methods]
+        gridded = [(i, n) for i, n in enumerate(points) if n > 1]
+        if gridded and not self.search_seeds:
+            i, n = gridded[0]
+            message = f"methods[{i}].grid has {n} points, got []"
+            raise ConfigError(
+                "search_seeds", f"expected a non-empty list of ints >= 0 because {message}"
+            )
+        if self.selection not in stages:
+            expected = f"expected one of {stages} (raw, or a configured calibrator)"
+            raise ConfigError("selection", f"{expected}, got {show(self.selection)}")
+        return self
 
 
 @dataclass(frozen=True)
@@ -593,41 +629,11 @@ def validate_config(
     output = file.output or os.path.join("results", name)
     if check_files:
         check_output_path(output, file.data_dir)
-    methods: list[MethodSpec] = []
-    for i, entry in enumerate(file.methods):
-        method = _method(i, entry, check_params, imports)
-        for j, other in enumerate(methods):
-            if other.name == method.name:
-                raise ConfigError(
-                    f"methods[{i}].name",
-                    f"duplicate method name {method.name!r} (also methods[{j}]); give each a 'name'",
-                )
-        methods.append(method)
-    stages: list[str] = ["raw"]
-    for i, spec in enumerate(file.calibrators):
-        where = f"calibrators[{i}]" + (".label" if spec.label is not None else "")
-        if spec.stage == "raw":
-            raise ConfigError(where, "'raw' names the uncalibrated model; pick another label")
-        if spec.stage in stages:
-            hint = "" if spec.label is not None else "; give each a 'label'"
-            also = f"calibrators[{stages.index(spec.stage) - 1}]"
-            raise ConfigError(where, f"duplicate calibrator {spec.stage!r} (also {also}){hint}")
-        stages.append(spec.stage)
-        if check_params:
+    methods = [_method(i, entry, check_params, imports) for i, entry in enumerate(file.methods)]
+    if check_params:
+        for i, spec in enumerate(file.calibrators):
             _check_calibrator(f"calibrators[{i}]", spec)
-    gridded = [(i, m) for i, m in enumerate(methods) if len(m.points()) > 1]
-    if gridded and not file.search_seeds:
-        raise ConfigError(
-            "search_seeds",
-            f"expected a non-empty list of ints >= 0 because methods[{gridded[0][0]}]"
-            f".grid has {len(gridded[0][1].points())} points, got []",
-        )
-    if file.selection not in stages:
-        raise ConfigError(
-            "selection",
-            f"expected one of {stages} (raw, or a configured calibrator), "
-            f"got {show(file.selection)}",
-        )
+    gridded = any(len(m.points()) > 1 for m in methods)
     _check_recipe(file.recipe, tuple(methods), check_params)
     same = ("splits", "budget", "recipe", "selection", "data_dir", "description")
     listed = ("calibrators", "search_seeds", "confirm_seeds", "metrics")
