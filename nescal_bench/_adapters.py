@@ -28,8 +28,6 @@ from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-__all__ = ["LightGBMClassifier", "ProbmetricsCalibrator", "calibrator_summary"]
-
 #: How to install the optional packages of the benchmark.
 INSTALL_HINT = 'pip install -e ".[bench]"'
 

@@ -13,18 +13,6 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, TypeAdapter, ValidationError
 
-__all__ = [
-    "BenchmarkWarning",
-    "ConfigError",
-    "ConfigWarning",
-    "Name",
-    "RunError",
-    "check_name",
-    "dotted",
-    "parse",
-    "show",
-]
-
 
 class ConfigError(ValueError):
     """An invalid benchmark configuration; ``path`` is the bad key (``""`` for the file).

@@ -25,16 +25,6 @@ from ._records import write_atomic
 from ._registry import METRICS
 from ._stats import average_ranks, paired_comparison, relative_change, unit_table, wilcoxon_p
 
-__all__ = [
-    "CompareError",
-    "calibrators_markdown",
-    "compare_markdown",
-    "plot_comparison",
-    "render",
-    "subset",
-    "table",
-]
-
 #: How a stage is written in the tables (``ts``: after temperature scaling), and in titles.
 STAGE_LABELS = {"temperature": "ts"}
 STAGE_TITLES = {"temperature": "temperature scaling"}

@@ -51,8 +51,6 @@ from ._sources import (
     data_dir,
 )
 
-__all__ = ["BenchmarkConfig", "check_output_path", "load_config", "validate_config"]
-
 
 def _distinct(values: list) -> list:
     repeated = [v for i, v in enumerate(values) if v in values[:i]]

@@ -15,18 +15,6 @@ from sklearn.model_selection import train_test_split
 
 from nescal_sklearn.preprocessing import ColumnLayout
 
-__all__ = [
-    "MIN_ROWS_PER_CLASS",
-    "SUBSAMPLE_SEED",
-    "Split",
-    "cap_rows",
-    "make_imbalanced",
-    "preprocess_split",
-    "stratified_split",
-    "take_rows",
-    "top_up_rare_classes",
-]
-
 #: Seed of the stratified subsample taken when a dataset has more than ``max_rows`` rows,
 #: and of :func:`make_imbalanced`.
 SUBSAMPLE_SEED = 0

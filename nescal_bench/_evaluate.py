@@ -12,8 +12,6 @@ from ._conditions import Condition, ConditionContext, ConditionSkipped, conditio
 from ._data import Split
 from ._registry import METRICS, N_BINS, label_metrics
 
-__all__ = ["aligned_proba", "evaluate_refit", "evaluate_stages", "reliability_bins"]
-
 
 def aligned_proba(model, X, classes: np.ndarray) -> np.ndarray:
     """``predict_proba`` with one column per class of the whole dataset (0 for unseen ones).

@@ -10,8 +10,6 @@ import numpy as np
 
 from nescal_sklearn.metrics import ReliabilityCurve
 
-__all__ = ["plot_changes", "pool_reliability", "reliability_figure"]
-
 #: Panels per row of a reliability figure.
 MAX_COLUMNS = 4
 

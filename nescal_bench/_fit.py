@@ -32,8 +32,6 @@ from ._registry import CALIBRATORS
 from ._sources import load_benchmark_data
 from ._watchdog import watch_parent
 
-__all__ = ["execute_fit", "run_fit"]
-
 #: Fitted attributes copied into a record's ``fit`` section when the model has them.
 FIT_INFO = ("n_epochs_", "best_epoch_", "graph_epoch_", "n_iter_", "penalty_status_")
 

@@ -30,20 +30,6 @@ from nescal_sklearn.exceptions import ParameterError
 
 from ._base import ConfigError, show
 
-__all__ = [
-    "FIT_ON",
-    "METHOD_KINDS",
-    "MOVED",
-    "TRUSTED",
-    "ClassifierMethod",
-    "LossMethod",
-    "MethodKind",
-    "MethodSpec",
-    "public_path",
-    "stated_params",
-    "trusted",
-]
-
 #: The rows a method is fitted on: the training rows (the validation rows then fit the
 #: calibrators of the stages and choose grid points), or the training and the validation
 #: rows, for a method that calibrates itself out of fold (every calibrator stage is then
@@ -56,19 +42,9 @@ RUNNER_PARAMS = ("random_state", "verbose", "loss")
 #: Top-level packages whose import paths ``validate`` imports (see :func:`trusted`): the
 #: library, this lab, scikit-learn, torch, skorch and the ``bench`` extra's models and
 #: calibrators.
-TRUSTED = frozenset(
-    {
-        "nescal_sklearn",
-        "nescal_bench",
-        "sklearn",
-        "torch",
-        "skorch",
-        "lightgbm",
-        "pytabkit",
-        "tabm",
-        "probmetrics",
-    }
-)
+# A data table: package names wrapped at 100 columns, not one per line (fmt: skip).
+TRUSTED = frozenset({"nescal_sklearn", "nescal_bench", "sklearn", "torch", "skorch", "lightgbm",
+                     "pytabkit", "tabm", "probmetrics"})  # fmt: skip
 
 
 @functools.lru_cache(maxsize=64)

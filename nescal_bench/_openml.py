@@ -21,8 +21,6 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["OpenMLTaskData", "OpenMLUnavailableError", "expand_suite", "load_openml_task"]
-
 _LOCK = threading.RLock()
 
 

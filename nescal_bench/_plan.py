@@ -30,17 +30,6 @@ from ._methods import MethodSpec, keyed, stated_params
 from ._records import RECORD_FORMAT, identity_differences, record_key
 from ._sources import DataContext, DatasetSource
 
-__all__ = [
-    "FitIndex",
-    "FitTask",
-    "Plan",
-    "build_plan",
-    "expand_datasets",
-    "fit_identity",
-    "select_point",
-    "stale_records",
-]
-
 
 def point_label(point: dict) -> str:
     """A grid point as text (``weight=0.5, n_neighbors=5``; ``no grid`` when empty)."""

@@ -40,21 +40,6 @@ from pydantic import (
 
 from ._base import BenchmarkWarning, RunError, parse
 
-__all__ = [
-    "RECORD_FORMAT",
-    "CorruptRecordWarning",
-    "InvalidRecordError",
-    "Record",
-    "RecordStore",
-    "check_failure",
-    "check_record",
-    "identity_differences",
-    "library_versions",
-    "real_dir",
-    "record_key",
-    "write_atomic",
-]
-
 #: Version of the record layout and of the protocol; part of every key.
 RECORD_FORMAT = 3
 

@@ -28,16 +28,6 @@ from nescal_sklearn.metrics import (
 
 from ._adapters import ProbmetricsCalibrator
 
-__all__ = [
-    "CALIBRATORS",
-    "METRICS",
-    "N_BINS",
-    "OOD_METRICS",
-    "Metric",
-    "label_metrics",
-    "ood_metrics",
-]
-
 #: Number of equal-width bins of every binned metric and of the reliability diagrams.
 N_BINS = 15
 

@@ -26,8 +26,6 @@ from ._registry import METRICS, N_BINS
 from ._results import load_results
 from ._stats import average_ranks, unit_table
 
-__all__ = ["render_html", "write_report"]
-
 _STYLE = (
     "body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em}"
     "table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:.9em}"

@@ -22,26 +22,13 @@ from ._config import BenchmarkConfig, validate_config
 from ._plan import FitIndex, select_point
 from ._records import RecordStore
 
-__all__ = ["COLUMNS", "RunResults", "load_results", "results_frame"]
-
 #: The columns of :func:`results_frame`: one row per fit, condition, stage and metric.
 #: ``calibration`` is the map a self-calibrating fit chose (``CrossFitClassifier``'s
 #: ``calibration_``), None for the others.
-COLUMNS = (
-    "key",
-    "dataset",
-    "method",
-    "seed",
-    "condition",
-    "stage",
-    "metric",
-    "value",
-    "penalty_status",
-    "fit_seconds",
-    "cache_seconds",
-    "calibration",
-    "n_train",
-)
+# A data table: column names wrapped at 100 columns, not one per line (fmt: skip).
+COLUMNS = ("key", "dataset", "method", "seed", "condition", "stage", "metric", "value",
+           "penalty_status", "fit_seconds", "cache_seconds", "calibration",
+           "n_train")  # fmt: skip
 
 
 @dataclass

@@ -37,8 +37,6 @@ from ._config import BenchmarkConfig, check_output_path
 from ._plan import FitTask, Plan, build_plan, expand_datasets, point_label, stale_records
 from ._records import RecordStore, real_dir, write_atomic
 
-__all__ = ["RunError", "RunSummary", "dry_run", "plan_run", "run_benchmark"]
-
 
 @dataclass
 class RunSummary:

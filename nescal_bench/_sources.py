@@ -25,24 +25,6 @@ from sklearn.model_selection import train_test_split
 from ._base import check_name
 from ._data import SUBSAMPLE_SEED, cap_rows, make_imbalanced, preprocess_split, take_rows
 
-__all__ = [
-    "DEFAULT_DATA_DIR",
-    "SKLEARN_DATASETS",
-    "SUITES",
-    "BenchmarkData",
-    "DataContext",
-    "DatasetSource",
-    "ImbalancedSource",
-    "LocalDataset",
-    "LocalSource",
-    "OpenMLSuiteSource",
-    "OpenMLTaskSource",
-    "SklearnSource",
-    "list_local_datasets",
-    "load_benchmark_data",
-    "load_local_dataset",
-]
-
 #: Where the development suite lives, relative to the repository root; the
 #: ``NESCAL_DATA_DIR`` environment variable overrides it.
 DEFAULT_DATA_DIR = Path("..") / "shared" / "data"
@@ -51,29 +33,12 @@ DEFAULT_DATA_DIR = Path("..") / "shared" / "data"
 SKLEARN_DATASETS = ("iris", "wine", "breast_cancer", "digits")
 
 #: Named suites of local datasets: ``{"suite": name}`` in a configuration's ``datasets``.
+# A data table: the suite's names wrapped at 100 columns, not one per line (fmt: skip).
 SUITES: dict[str, tuple[str, ...]] = {
-    "dev": (
-        "adult",
-        "bank-marketing",
-        "electricity",
-        "shuttle",
-        "letter",
-        "magic-telescope",
-        "pendigits",
-        "phoneme",
-        "spambase",
-        "churn",
-        "mnist_784_5k",
-        "fashion-mnist",
-        "kc1",
-        "car",
-        "credit-g",
-        "vehicle",
-        "diabetes",
-        "soybean",
-        "wdbc",
-    ),
-}
+    "dev": ("adult", "bank-marketing", "electricity", "shuttle", "letter", "magic-telescope",
+            "pendigits", "phoneme", "spambase", "churn", "mnist_784_5k", "fashion-mnist", "kc1",
+            "car", "credit-g", "vehicle", "diabetes", "soybean", "wdbc"),
+}  # fmt: skip
 
 
 def data_dir(folder: str | os.PathLike | None) -> Path:

@@ -12,16 +12,6 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import wilcoxon
 
-__all__ = [
-    "PairedComparison",
-    "average_ranks",
-    "paired_comparison",
-    "relative_change",
-    "unit_table",
-    "wilcoxon_p",
-    "wins_ties_losses",
-]
-
 
 def wilcoxon_p(differences) -> float:
     """Two-sided Wilcoxon signed-rank p-value of paired ``differences`` (scipy, zero
