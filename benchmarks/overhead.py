@@ -83,14 +83,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="tiny smoke run")
     args = parser.parse_args(argv)
     if args.quick:
-        args.rows, args.features, args.epochs, args.warmup, args.repeats, args.rounds = (
-            600,
-            10,
-            4,
-            1,
-            2,
-            1,
-        )
+        vars(args).update(rows=600, features=10, epochs=4, warmup=1, repeats=2, rounds=1)
     return args
 
 
@@ -115,12 +108,8 @@ def best_times(fns: dict, repeats: int, calls: int = 1) -> dict:
 def loss_call(args) -> int:
     """µs per loss call (CE + penalty, forward + backward) of each variant, and CE alone."""
     gen = torch.Generator().manual_seed(0)
-    n, n_classes, k, batch = (
-        args.rows,
-        args.classes,
-        args.neighbors,
-        min(args.batch_size, args.rows),
-    )
+    n, n_classes, k = args.rows, args.classes, args.neighbors
+    batch = min(args.batch_size, n)
     neighbors = torch.randint(0, n, (n, k), generator=gen)
     initial = torch.log_softmax(3.0 * torch.randn(n, n_classes, generator=gen), dim=1)
     similarities = torch.rand(n, k, generator=gen)
@@ -149,13 +138,10 @@ def loss_call(args) -> int:
 
         return run
 
-    fns = {"cross-entropy alone": step(None)}
-    fns.update(
-        {
-            name: step(NeighbourhoodSmoothing(neighbors, initial, **kw))
-            for name, kw in variants.items()
-        }
-    )
+    fns = {"cross-entropy alone": step(None)} | {
+        name: step(NeighbourhoodSmoothing(neighbors, initial, **kw))
+        for name, kw in variants.items()
+    }
     best = best_times(fns, repeats=max(args.repeats * 4, 8))
     base = best["cross-entropy alone"]
     print(

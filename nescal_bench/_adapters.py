@@ -227,17 +227,10 @@ class LightGBMClassifier(ClassifierMixin, BaseEstimator):
         if sample_weight is not None:
             sample_weight = _check_sample_weight(sample_weight, X, ensure_non_negative=True)
         metric = "binary_logloss" if len(self.classes_) == 2 else "multi_logloss"
-        same = (
-            "n_estimators",
-            "learning_rate",
-            "num_leaves",
-            "min_child_samples",
-            "subsample",
-            "colsample_bytree",
-            "random_state",
-        )
+        own = ("early_stopping_rounds", "n_threads")  # the others are LightGBM's, same names
+        same = {k: v for k, v in self.get_params().items() if k not in own}
         model = lightgbm.LGBMClassifier(
-            **{name: getattr(self, name) for name in same},
+            **same,
             subsample_freq=1 if self.subsample < 1 else 0,
             metric=metric,
             verbose=-1,

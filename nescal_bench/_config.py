@@ -347,7 +347,7 @@ class BenchmarkConfig:
     def data_context(self, offline: bool = False) -> DataContext:
         """Where the data of this run come from (the local folder made absolute)."""
         folder = os.path.abspath(data_dir(self.data_dir))  # workers may run elsewhere
-        return DataContext(folder, self.openml, self.budget.max_rows, offline)
+        return DataContext(folder, self.openml, max_rows=self.budget.max_rows, offline=offline)
 
     def with_datasets(self, datasets: tuple[DatasetSource, ...]) -> BenchmarkConfig:
         """A copy with another dataset list (OpenML suites expanded into their tasks)."""
@@ -450,8 +450,8 @@ def _method(i: int, entry: MethodEntry, check_params: bool, imports: bool) -> Me
     else:
         kind = ClassifierMethod.from_config(f"{path}.estimator", ref, imports=imports)
     grid = {k: tuple(v) for k, v in entry.grid.items()}
-    spec = MethodSpec(entry.name or kind.default_name, kind, dict(entry.params), grid)
-    spec = replace(spec, fit_on=entry.fit_on)
+    name, params = entry.name or kind.default_name, dict(entry.params)
+    spec = MethodSpec(name, kind, params=params, grid=grid, fit_on=entry.fit_on)
     if not check_params or (not imports and not all(map(trusted, spec.imports()))):
         return spec  # a saved run's, or a method whose imports are left to run
     targets = {}

@@ -177,7 +177,7 @@ def execute_fit(task: FitTask) -> dict:
             model = _fit(clone(task.estimator), split, task.budget.threads, task.method.fit_on)
         with step("calibration_seconds"):
             stages, failed = _calibrate(model, split, task.calibrators, task.method.fit_on)
-        context = ConditionContext(split, task.dataset.name, task.data.data_dir)
+        context = ConditionContext(split, dataset=task.dataset.name, data_dir=task.data.data_dir)
         with step("evaluation_seconds"):
             measured = evaluate_stages(stages, split, task.conditions, task.seed, context)
         with step("refit_seconds"):

@@ -57,12 +57,7 @@ class FitTask:
 
 
 def fit_identity(
-    config: BenchmarkConfig,
-    dataset: DatasetSource,
-    method: MethodSpec,
-    estimator,
-    params: dict,
-    seed: int,
+    config: BenchmarkConfig, dataset: DatasetSource, method: MethodSpec, params: dict, seed: int
 ) -> dict:
     """What a fit's record key is the hash of (see :func:`~._records.record_key`).
 
@@ -91,24 +86,23 @@ def fit_identity(
 
 def make_task(config: BenchmarkConfig, dataset, method, point, seed, stage, data) -> FitTask:
     """The fit of ``method`` at grid ``point`` on ``dataset`` with ``seed``."""
-    estimator = config.build(method, point, seed)
     params = config.estimator_params(method, point)
-    identity = fit_identity(config, dataset, method, estimator, params, seed)
+    identity = fit_identity(config, dataset, method, params, seed)
     return FitTask(
-        record_key(identity),
-        dataset,
-        method,
-        dict(point),
-        seed,
-        stage,
-        estimator,
-        params,
-        config.splits,
-        config.budget,
-        config.calibrators,
-        config.conditions,
-        data,
-        identity,
+        key=record_key(identity),
+        dataset=dataset,
+        method=method,
+        point=dict(point),
+        seed=seed,
+        stage=stage,
+        estimator=config.build(method, point, seed),
+        estimator_params=params,
+        splits=config.splits,
+        budget=config.budget,
+        calibrators=config.calibrators,
+        conditions=config.conditions,
+        data=data,
+        identity=identity,
     )
 
 
@@ -230,7 +224,7 @@ def build_plan(config: BenchmarkConfig, offline: bool = False) -> Plan:
                 _point_id(p): [make(dataset, method, p, s, "confirm") for s in config.confirm_seeds]
                 for p in points
             }
-    plan = Plan(config, search, confirm_fixed, gridded, candidates, index)
+    plan = Plan(config, search, confirm_fixed, gridded, confirm_candidates=candidates, index=index)
     for task in plan.tasks():
         index.add(task)
     return plan

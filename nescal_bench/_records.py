@@ -113,15 +113,7 @@ def library_versions() -> dict[str, str]:
 
     from nescal_sklearn import __version__
 
-    versions = {
-        name: module.__version__
-        for name, module in (
-            ("torch", torch),
-            ("sklearn", sklearn),
-            ("numpy", numpy),
-            ("skorch", skorch),
-        )
-    }
+    versions = {module.__name__: module.__version__ for module in (torch, sklearn, numpy, skorch)}
     return {"python": platform.python_version(), "nescal_sklearn": __version__, **versions}
 
 

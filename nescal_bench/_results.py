@@ -167,33 +167,18 @@ def load_results(results_dir: str | Path, *, move_corrupt: bool = False) -> RunR
     records = RecordStore(results_dir).load(
         move=move_corrupt, planned=index.keys(), stages=config.stages, metrics=config.metrics
     )
-    return RunResults(results_dir, config, index, records, move_corrupt)
+    return RunResults(results_dir, config, index, records=records, move_corrupt=move_corrupt)
 
 
 def _rows(record: dict):
-    fit = record.get("fit", {})
-    info = (
-        fit.get("penalty_status"),
-        record.get("run", {}).get("fit_seconds"),
-        fit.get("cache_seconds"),
-        fit.get("calibration"),
-    )
-    measured = {CLEAN: record["test"], **record.get("conditions", {})}
-    for condition, stages in measured.items():
+    fit, run, data = (record.get(part, {}) for part in ("fit", "run", "data"))
+    head = tuple(record[k] for k in ("key", "dataset", "method", "seed"))
+    info = (fit.get("penalty_status"), run.get("fit_seconds"), fit.get("cache_seconds"))
+    tail = (*info, fit.get("calibration"), data.get("n_train"))
+    for condition, stages in {CLEAN: record["test"], **record.get("conditions", {})}.items():
         for stage, metrics in stages.items():
             for metric, value in metrics.items():
-                yield (
-                    record["key"],
-                    record["dataset"],
-                    record["method"],
-                    record["seed"],
-                    condition,
-                    stage,
-                    metric,
-                    value,
-                    *info,
-                    record.get("data", {}).get("n_train"),
-                )
+                yield (*head, condition, stage, metric, value, *tail)
 
 
 def _frame(rows: list, **attrs):

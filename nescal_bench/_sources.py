@@ -82,7 +82,7 @@ def load_local_dataset(name: str, folder: str | os.PathLike | None = None) -> Lo
     y = frame.pop("target")
     if isinstance(y.dtype, pd.CategoricalDtype):
         y = y.astype(str)
-    return LocalDataset(name, frame, y, entries[name])
+    return LocalDataset(name, X=frame, y=y, info=entries[name])
 
 
 @dataclass(frozen=True)
@@ -137,7 +137,7 @@ class DatasetSource:
         X, y = cap_rows(X, np.asarray(y), context.max_rows)
         if hasattr(X, "reset_index"):
             X = X.reset_index(drop=True)
-        return BenchmarkData(self.name, X, np.asarray(y))
+        return BenchmarkData(self.name, X=X, y=np.asarray(y))
 
     def raw(self, context: DataContext) -> tuple[Any, np.ndarray]:
         """All the rows: features and labels."""
@@ -291,7 +291,7 @@ class OpenMLTaskSource(DatasetSource):
         from ._openml import load_openml_task
 
         task = load_openml_task(int(self.ref), context.openml, offline=context.offline)
-        return BenchmarkData(self.name, task.X, np.asarray(task.y), task)
+        return BenchmarkData(self.name, X=task.X, y=np.asarray(task.y), task=task)
 
     def prepare(self, context: DataContext) -> None:
         """Load the task once (an unavailable task stops the run before any fit)."""

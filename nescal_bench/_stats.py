@@ -148,11 +148,8 @@ def paired_comparison(
     accuracy_change = None
     if accuracy is not None:
         ours_acc, theirs_acc = accuracy
-        accuracy_change = float(
-            np.median(
-                [ours_acc[d] - theirs_acc[r][d] for r, d in zip(chosen, datasets, strict=True)]
-            )
-        )
+        gaps = [ours_acc[d] - theirs_acc[r][d] for r, d in zip(chosen, datasets, strict=True)]
+        accuracy_change = float(np.median(gaps))
     return PairedComparison(
         datasets=datasets,
         references=chosen,

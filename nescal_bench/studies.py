@@ -71,7 +71,7 @@ def config_frame(config: BenchmarkConfig):
     records = (
         {k: r for k, r in store.load(move=False).items() if k in planned} if store.keys() else {}
     )
-    return RunResults(folder, plan.config, plan.index, records).frame()
+    return RunResults(folder, plan.config, plan.index, records=records).frame()
 
 
 def stage_label(stage: str) -> str:
