@@ -136,15 +136,8 @@ def tables(config) -> tuple[str, str, dict]:
     from nescal_bench.studies import config_frame, markdown_table
 
     frame = config_frame(config)
-    nll, ece, accuracy, sklearn = (
-        unit_table(frame, ["clean"], stage, metric)
-        for stage, metric in (
-            (STAGE, "nll"),
-            (STAGE, "ece"),
-            (STAGE, "accuracy"),
-            ("sklearn_temperature", "nll"),
-        )
-    )
+    stages = ((STAGE, "nll"), (STAGE, "ece"), (STAGE, "accuracy"), ("sklearn_temperature", "nll"))
+    nll, ece, accuracy, sklearn = (unit_table(frame, ["clean"], s, m) for s, m in stages)
     fits = frame.drop_duplicates("key").assign(
         seconds=lambda f: 1000 * f["fit_seconds"] / f["n_train"]
     )
@@ -161,11 +154,9 @@ def tables(config) -> tuple[str, str, dict]:
         c = paired_comparison(mine.to_dict(), {"r": theirs.to_dict()}, greater_is_better=False)
         if c is None or method == theirs.name:
             return "–"
+        both = (mine[c.datasets], theirs[c.datasets])
         wtl = wins_ties_losses(
-            mine[c.datasets],
-            theirs[c.datasets],
-            greater_is_better=False,
-            tolerance=config.report.tie_tolerance,
+            *both, greater_is_better=False, tolerance=config.report.tie_tolerance
         )
         if lower_only:
             return f"{wtl[0]}/{len(c.datasets)}"
@@ -205,13 +196,9 @@ def tables(config) -> tuple[str, str, dict]:
         ]
         by_fit = fit.pivot_table(index=["dataset", "seed"], columns="method", values="value")
         worst = (by_fit["recommended"] / by_fit["cf_identity"] - 1).mul(100).dropna()
-        pairs.append(
-            [
-                "the chosen map against no map: the worst fit",
-                "{}, seed {}".format(*worst.idxmax()),
-                f"{worst.max():+.2f} % ({(worst > 5).sum()} of {len(worst)} fits above +5 %)",
-            ]
-        )
+        change = f"{worst.max():+.2f} % ({(worst > 5).sum()} of {len(worst)} fits above +5 %)"
+        where = "{}, seed {}".format(*worst.idxmax())
+        pairs.append(["the chosen map against no map: the worst fit", where, change])
     maps = fits.dropna(subset=["calibration"]).groupby("method")["calibration"]
     counts = [
         [m, ", ".join(f"{k} {v}" for k, v in sorted(c.value_counts().items()))] for m, c in maps

@@ -154,11 +154,8 @@ def summary_table(frame, families, stages) -> list[str]:
                     _fmt(median(p[1] for p in pairs), metric),
                 ]
             rows.append([method, label, *cells])
-    header = [
-        "method",
-        "stage",
-        *(f"{m} {w}" for m in SHIFT_METRICS for w in ("clean", "corrupted")),
-    ]
+    columns = [f"{m} {w}" for m in SHIFT_METRICS for w in ("clean", "corrupted")]
+    header = ["method", "stage", *columns]
     return [
         "## Corruptions, summary",
         "",
@@ -191,18 +188,13 @@ def ood_tables(frame, means, ood, stages) -> list[str]:
         if n == 0:
             lines += ["No dataset has this set for every method.", ""]
             continue
-        rows = [
-            [
-                method,
-                label,
-                *(
-                    f"{median(complete(means, methods, [name], stage, m)[method][name]):.4f}"
-                    for m in OOD_COLUMNS
-                ),
-            ]
-            for method in methods
-            for stage, label in stages
-        ]
+        rows = []
+        for method in methods:
+            for stage, label in stages:
+                values = [
+                    complete(means, methods, [name], stage, m)[method][name] for m in OOD_COLUMNS
+                ]
+                rows.append([method, label, *(f"{median(v):.4f}" for v in values)])
         lines += [markdown_table(["method", "stage", *labels], rows), ""]
     return lines
 
@@ -235,28 +227,12 @@ def statistics_tables(frame, families, ood, stages, reference: str) -> list[str]
                         greater_is_better=info.greater_is_better,
                     )
                     if c is not None:
-                        rows.append(
-                            [
-                                scope,
-                                info.label,
-                                label,
-                                method,
-                                f"{c.n_better}/{len(c.datasets)}",
-                                f"{c.median_change:+.2f} %",
-                                f"{c.p_value:.3g}",
-                                *(f"{ranks[m]:.2f}" for m in methods),
-                            ]
-                        )
-    header = [
-        "scope",
-        "metric",
-        "stage",
-        "method",
-        "better on",
-        "median change",
-        "Wilcoxon p",
-        *(f"rank {m}" for m in methods),
-    ]
+                        better = f"{c.n_better}/{len(c.datasets)}"
+                        cells = [better, f"{c.median_change:+.2f} %", f"{c.p_value:.3g}"]
+                        average = [f"{ranks[m]:.2f}" for m in methods]
+                        rows.append([scope, info.label, label, method, *cells, *average])
+    header = ["scope", "metric", "stage", "method", "better on", "median change", "Wilcoxon p"]
+    header += [f"rank {m}" for m in methods]
     return [
         f"## Paired statistics against `{reference}`",
         "",
@@ -287,14 +263,9 @@ def draw(frame, means, families, stages, out: Path) -> list[Path]:
                 for (stage, label), style in zip(stages, ("-", "--"), strict=False):
                     table = complete(means, methods, ["clean", *names], stage, metric)[method]
                     if len(table):
+                        line = {"marker": "o", "ms": 3, "color": f"C{i}"}
                         ax.plot(
-                            severities,
-                            table.median(),
-                            style,
-                            marker="o",
-                            ms=3,
-                            color=f"C{i}",
-                            label=f"{method} ({label})",
+                            severities, table.median(), style, **line, label=f"{method} ({label})"
                         )
             ax.set(
                 title=f"{family} ({len(table)} datasets)",
