@@ -77,11 +77,7 @@ class TabularPreprocessor(ColumnTransformer):
         categorical feature encode its most frequent training category (the imputer's
         choice). So a missing entry can be written into the output directly, with the
         value the preprocessor would give it, without sending the rows through again.
-
-        Returns
-        -------
-        ndarray of shape (n_features_out,)
-            float64, one value per output column, in the order of ``column_layout_``.
+        A float64 array of shape ``(n_features_out,)``, in the order of ``column_layout_``.
 
         Examples
         --------
