@@ -95,15 +95,23 @@ def labels(config) -> dict[str, str]:
 
     params = {m.name: dict(m.params) for m in config.methods}
     base = params.get(DEFAULT, {})
-    changes = {m: {k: v for k, v in p.items() if base.get(k, object()) != v}
-               for m, p in params.items() if m not in (DEFAULT, CE)}  # fmt: skip
+    changes = {
+        m: {k: v for k, v in p.items() if base.get(k, object()) != v}
+        for m, p in params.items()
+        if m not in (DEFAULT, CE)
+    }
     recipe = get_recipe(config.recipe)
     defaults = {**recipe.params, **recipe.loss_params["nescal_experimental"]}
     parts = [
-        f"{k}={base[k]!r}" if k in base else f"{k}={DEFAULT_NOTES.get(k, repr(defaults.get(k.removeprefix('loss__'))))}"
+        f"{k}={base[k]!r}"
+        if k in base
+        else f"{k}={DEFAULT_NOTES.get(k, repr(defaults.get(k.removeprefix('loss__'))))}"
         for k in sorted({k for c in changes.values() for k in c})
     ]
-    out = {CE: "cross-entropy (reference)", DEFAULT: "default: " + ", ".join(parts) if parts else "default"}
+    out = {
+        CE: "cross-entropy (reference)",
+        DEFAULT: "default: " + ", ".join(parts) if parts else "default",
+    }
     return {**out, **{m: ", ".join(f"{k}={v!r}" for k, v in c.items()) for m, c in changes.items()}}
 
 
@@ -124,51 +132,97 @@ def factor_table(config, frame, stage: str):
             cells = ["no paired datasets", "–", "–", "–", "–"]
         else:
             cmp, (w, t, lo) = c["comparison"], c["wtl"]
-            cells = [f"{cmp.median_change:+.2f} %", f"{w} / {t} / {lo} of {len(cmp.datasets)}",
-                     f"{cmp.p_value:.3g}" if np.isfinite(cmp.p_value) else "n/a",
-                     "–" if c["raw"] is None else f"{c['raw'].median_change:+.2f} %", f"{c['accuracy']:+.2f} pt"]  # fmt: skip
+            cells = [
+                f"{cmp.median_change:+.2f} %",
+                f"{w} / {t} / {lo} of {len(cmp.datasets)}",
+                f"{cmp.p_value:.3g}" if np.isfinite(cmp.p_value) else "n/a",
+                "–" if c["raw"] is None else f"{c['raw'].median_change:+.2f} %",
+                f"{c['accuracy']:+.2f} pt",
+            ]
         ratio = median((seconds[method] / seconds[DEFAULT]).dropna())
         status = fits.loc[fits["method"] == method, "penalty_status"]
         cache_cell = f"{median(cache[method].dropna()):.2f}" if cache[method].notna().any() else "–"
         if method == "nescal_cache_epoch" and cache_cell == "–":
             cache_cell = "not recorded"
-        rows.append([method, names.get(method, ""), *cells, f"{median(seconds[method].dropna()):.1f}",
-                     "1 (reference)" if method == DEFAULT else "–" if np.isnan(ratio) else f"{ratio:.2f}×",
-                     cache_cell, f"{int((status.notna() & (status != 'penalised')).sum())}/{len(status)}"])  # fmt: skip
-    columns = ["variant", "setting", f"median change of test NLL {stage_label(stage)}", "lower / tied / higher",
-               "Wilcoxon p", "median change, raw NLL", "median accuracy change", "fit s (median)",
-               "fit time vs default", "cache s per fit", "fits not penalised"]  # fmt: skip
+        rows.append(
+            [
+                method,
+                names.get(method, ""),
+                *cells,
+                f"{median(seconds[method].dropna()):.1f}",
+                "1 (reference)"
+                if method == DEFAULT
+                else "–"
+                if np.isnan(ratio)
+                else f"{ratio:.2f}×",
+                cache_cell,
+                f"{int((status.notna() & (status != 'penalised')).sum())}/{len(status)}",
+            ]
+        )
+    columns = [
+        "variant",
+        "setting",
+        f"median change of test NLL {stage_label(stage)}",
+        "lower / tied / higher",
+        "Wilcoxon p",
+        "median change, raw NLL",
+        "median accuracy change",
+        "fit s (median)",
+        "fit time vs default",
+        "cache s per fit",
+        "fits not penalised",
+    ]
     return rows, compared, markdown_table(columns, rows)
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
     quick = QUICK if args.quick else None  # a smoke run into OUT/results
-    configs = {f: load_study_config(args.configs / f"ablation_{f}.json", quick, args.out / "results", _fixed_warmup)
-               for f in args.factors}  # fmt: skip
+    configs = {
+        f: load_study_config(
+            args.configs / f"ablation_{f}.json", quick, args.out / "results", _fixed_warmup
+        )
+        for f in args.factors
+    }
     if not args.no_run:
         run_configs(list(configs.values()), jobs=args.jobs, report=False)  # the folder is shared
     args.out.mkdir(parents=True, exist_ok=True)
     sections = [
-        "# NeSCal ablations: one factor at a time around the default", "",
+        "# NeSCal ablations: one factor at a time around the default",
+        "",
         f"Test NLL {stage_label(args.calibrator)}, paired per dataset (mean over the confirm seeds) "
         "against the default NeSCal; the change is `100 (variant - default) / default`. "
-        "Regenerate with `python benchmarks/ablations.py --no-run`.", "",
-    ]  # fmt: skip
+        "Regenerate with `python benchmarks/ablations.py --no-run`.",
+        "",
+    ]
     for factor, config in configs.items():
         frame = config_frame(config)
         if DEFAULT not in set(frame["method"]):
             sections += [f"## {factor}", "", f"No records of the default in {config.output}.", ""]
             continue
         rows, compared, table = factor_table(config, frame, args.calibrator)
-        sections += [f"## {factor}", "", f"`{config.name}`: {frame['dataset'].nunique()} datasets, "
-                     f"confirm seeds {frame.attrs['seeds']}.", "", table, ""]  # fmt: skip
+        sections += [
+            f"## {factor}",
+            "",
+            f"`{config.name}`: {frame['dataset'].nunique()} datasets, "
+            f"confirm seeds {frame.attrs['seeds']}.",
+            "",
+            table,
+            "",
+        ]
         # the per-dataset change of each variant (and CE) against the default, as a dot plot
         shown = {r[0]: compared[r[0]]["comparison"] for r in rows if r[0] in compared}
         if shown:
             figure = args.out / f"ablation_{factor}.png"
-            figure.write_bytes(plot_changes(shown, "the default NeSCal", axis_label="test NLL",
-                                            stage_label=stage_label(args.calibrator), limit=LIMIT))  # fmt: skip
+            figure.write_bytes(
+                plot_changes(
+                    shown,
+                    "the default NeSCal",
+                    axis_label="test NLL",
+                    stage_label=stage_label(args.calibrator),
+                    limit=LIMIT,
+                )
+            )
             sections += [f"![{factor}]({figure.name})", ""]
             print(f"wrote {figure}")
     text = "\n".join(sections)

@@ -32,8 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nescal_bench import CLEAN
-from nescal_bench._stats import unit_table
+from nescal_bench import CLEAN, unit_table
 from nescal_bench.studies import (
     config_frame,
     load_study_config,
@@ -51,11 +50,24 @@ RUNS = ("backbone_search", "backbone")
 HGB, REALMLP, TODAY = "hgb", "realmlp", "nescal"
 #: NeSCal method -> the cross-entropy method with the same backbone.
 PAIRS = {
-    "nescal": "ce", "nescal_m8": "ce_m8", "nescal_m8_robust": "ce_m8_robust",
-    "nescal_rmlp": "ce_rmlp", "nescal_rmlp_long": "ce_rmlp_long", "nescal_long": "ce_long",
-}  # fmt: skip
+    "nescal": "ce",
+    "nescal_m8": "ce_m8",
+    "nescal_m8_robust": "ce_m8_robust",
+    "nescal_rmlp": "ce_rmlp",
+    "nescal_rmlp_long": "ce_rmlp_long",
+    "nescal_long": "ce_long",
+}
 #: The methods of the smoke run (no RealMLP or TabM: their fits take tens of seconds).
-QUICK_METHODS = ("ce", "nescal", "nescal_m8", "ce_m8", "nescal_m8_robust", "ce_m8_robust", HGB, "lightgbm")
+QUICK_METHODS = (
+    "ce",
+    "nescal",
+    "nescal_m8",
+    "ce_m8",
+    "nescal_m8_robust",
+    "ce_m8_robust",
+    HGB,
+    "lightgbm",
+)
 QUICK = {
     "datasets": [{"sklearn": "iris"}, {"sklearn": "wine"}],
     "confirm_seeds": [0],
@@ -77,7 +89,9 @@ def parse_args(argv=None) -> argparse.Namespace:
 def load_config(name: str, quick: bool, out: Path):
     """The validated config ``name`` (a small smoke version with ``quick``)."""
     path = ROOT / "benchmarks" / "configs" / f"{name}.json"
-    return load_study_config(path, QUICK if quick else None, out / "results" / name, _keep_quick_methods)
+    return load_study_config(
+        path, QUICK if quick else None, out / "results" / name, _keep_quick_methods
+    )
 
 
 def _keep_quick_methods(data: dict) -> None:
@@ -88,41 +102,91 @@ def tables(config, frame, stage: str) -> tuple[list, str, str]:
     """The rows and Markdown of the methods table and of the NeSCal-vs-CE pairs table."""
     tolerance = config.report.tie_tolerance
     fits = frame.drop_duplicates("key")
-    speed = (1000 * fits["fit_seconds"] / fits["n_train"]).groupby([fits["method"], fits["dataset"]]).mean().unstack("method")
+    speed = (
+        (1000 * fits["fit_seconds"] / fits["n_train"])
+        .groupby([fits["method"], fits["dataset"]])
+        .mean()
+        .unstack("method")
+    )
     nll = unit_table(frame, [CLEAN], stage, "nll")
     vs_hgb = versus(frame, HGB, stage=stage, tolerance=tolerance)
     vs_today = versus(frame, TODAY, stage=stage, tolerance=tolerance)
     rows = []
     for method in (m.name for m in config.methods if m.name in nll):
         c = vs_hgb.get(method)
-        versus_hgb = ["reference", "–", "–"] if c is None else [
-            f"{c['comparison'].median_change:+.2f} %", "{} / {} / {} of {}".format(*c["wtl"], len(c["comparison"].datasets)),
-            f"{c['comparison'].p_value:.3g}"]  # fmt: skip
+        versus_hgb = (
+            ["reference", "–", "–"]
+            if c is None
+            else [
+                f"{c['comparison'].median_change:+.2f} %",
+                "{} / {} / {} of {}".format(*c["wtl"], len(c["comparison"].datasets)),
+                f"{c['comparison'].p_value:.3g}",
+            ]
+        )
         below = "–"
         if method != REALMLP and REALMLP in nll:
             both = nll[[method, REALMLP]].dropna()
-            below = f"{int((both[method] < both[REALMLP]).sum())} of {len(both)}" if len(both) else "–"
+            below = (
+                f"{int((both[method] < both[REALMLP]).sum())} of {len(both)}" if len(both) else "–"
+            )
         accuracy = f"{vs_today[method]['accuracy']:+.2f} pt" if method in vs_today else "–"
         ratio = median((speed[method] / speed[REALMLP]).dropna()) if REALMLP in speed else np.nan
-        rows.append([method, f"{median(nll[method].dropna()):.4f}", *versus_hgb, below, accuracy,
-                     f"{median(speed[method].dropna()):.2f}", "–" if np.isnan(ratio) else f"{ratio:.2f}×"])  # fmt: skip
+        rows.append(
+            [
+                method,
+                f"{median(nll[method].dropna()):.4f}",
+                *versus_hgb,
+                below,
+                accuracy,
+                f"{median(speed[method].dropna()):.2f}",
+                "–" if np.isnan(ratio) else f"{ratio:.2f}×",
+            ]
+        )
     label = stage_label(stage)
     methods = markdown_table(
-        ["method", f"median test NLL {label}", "vs HGB + TS: median change", "lower / tied / higher",
-         "Wilcoxon p", "lower than RealMLP-TD", "accuracy vs the previous default",
-         "fit s per 1000 rows", "fit time vs RealMLP-TD"], rows)  # fmt: skip
+        [
+            "method",
+            f"median test NLL {label}",
+            "vs HGB + TS: median change",
+            "lower / tied / higher",
+            "Wilcoxon p",
+            "lower than RealMLP-TD",
+            "accuracy vs the previous default",
+            "fit s per 1000 rows",
+            "fit time vs RealMLP-TD",
+        ],
+        rows,
+    )
     pairs = []
     statuses = fits.dropna(subset=["penalty_status"]).groupby("method")["penalty_status"]
     for nescal, ce in PAIRS.items():
-        c = versus(frame[frame["method"].isin([nescal, ce])], ce, stage=stage, tolerance=tolerance).get(nescal)
+        c = versus(
+            frame[frame["method"].isin([nescal, ce])], ce, stage=stage, tolerance=tolerance
+        ).get(nescal)
         if c is not None:
             found = statuses.get_group(nescal) if nescal in statuses.groups else []
             inactive = sum(s != "penalised" for s in found)
-            pairs.append([nescal, ce, f"{c['comparison'].median_change:+.2f} %",
-                          "{} / {} / {} of {}".format(*c["wtl"], len(c["comparison"].datasets)),
-                          f"{c['comparison'].p_value:.3g}", f"{inactive}/{len(found)}"])  # fmt: skip
-    pairs_md = markdown_table(["NeSCal", "CE, same backbone", f"median change of test NLL {label}",
-                               "lower / tied / higher", "Wilcoxon p", "NeSCal fits not penalised"], pairs)  # fmt: skip
+            pairs.append(
+                [
+                    nescal,
+                    ce,
+                    f"{c['comparison'].median_change:+.2f} %",
+                    "{} / {} / {} of {}".format(*c["wtl"], len(c["comparison"].datasets)),
+                    f"{c['comparison'].p_value:.3g}",
+                    f"{inactive}/{len(found)}",
+                ]
+            )
+    pairs_md = markdown_table(
+        [
+            "NeSCal",
+            "CE, same backbone",
+            f"median change of test NLL {label}",
+            "lower / tied / higher",
+            "Wilcoxon p",
+            "NeSCal fits not penalised",
+        ],
+        pairs,
+    )
     return rows, methods, pairs_md
 
 
@@ -143,7 +207,9 @@ def draw(name: str, rows: list, path: Path, stage: str) -> Path | None:
     ax.axhline(0.0, color="black", linewidth=0.8)
     ax.set_xscale("log")
     ax.set_xlabel("fit seconds per 1000 training rows (median over datasets, 1 thread)")
-    ax.set_ylabel(f"median change of test NLL {stage_label(stage)}\nvs HistGradientBoosting + TS (%)")
+    ax.set_ylabel(
+        f"median change of test NLL {stage_label(stage)}\nvs HistGradientBoosting + TS (%)"
+    )
     ax.set_title(f"{name}: NLL against fit time (black: anchors)", fontsize=10)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -158,10 +224,12 @@ def main(argv=None) -> int:
         run_configs(list(configs.values()), jobs=args.jobs)
     args.out.mkdir(parents=True, exist_ok=True)
     sections = [
-        "# Backbone study: options, ensembles and anchors", "",
+        "# Backbone study: options, ensembles and anchors",
+        "",
         f"Test NLL {stage_label(args.calibrator)}: per dataset the mean over the run's seeds. "
-        "Regenerate with `python benchmarks/backbone.py --no-run`.", "",
-    ]  # fmt: skip
+        "Regenerate with `python benchmarks/backbone.py --no-run`.",
+        "",
+    ]
     for name, config in configs.items():
         frame = config_frame(config)
         if HGB not in set(frame["method"]):
@@ -171,9 +239,19 @@ def main(argv=None) -> int:
         figure = draw(name, rows, args.out / f"backbone_{name}.png", args.calibrator)
         (args.out / f"table_{name}.md").write_text(table + "\n")  # for docs/backbone.md
         (args.out / f"pairs_{name}.md").write_text(pairs + "\n")
-        sections += [f"## {name}", "", f"`{config.name}`: {frame['dataset'].nunique()} datasets, seeds "
-                     f"{frame.attrs['seeds']}.", "", table, "", "NeSCal against cross-entropy on the "
-                     "same backbone:", "", pairs, ""]  # fmt: skip
+        sections += [
+            f"## {name}",
+            "",
+            f"`{config.name}`: {frame['dataset'].nunique()} datasets, seeds "
+            f"{frame.attrs['seeds']}.",
+            "",
+            table,
+            "",
+            "NeSCal against cross-entropy on the same backbone:",
+            "",
+            pairs,
+            "",
+        ]
         if figure is not None:
             sections += [f"![{name}]({figure.name})", ""]
             print(f"wrote {figure}")

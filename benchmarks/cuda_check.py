@@ -36,21 +36,31 @@ def main() -> int:
         "default": {},
         "m8": {"n_members": 8},
         "m8_per_member": {"n_members": 8, "loss__member_graph": "per_member"},
-        "m8_robust_periodic": {"n_members": 8, "numeric_scaling": "robust",
-                               "numeric_embedding": "periodic"},  # fmt: skip
-        "m4_realmlp_blocks": {"n_members": 4, "numeric_embedding": "pbld", "activation": "selu",
-                              "module_kwargs": {"front_scale": True,
-                                                "parametric_activation": True}},  # fmt: skip
+        "m8_robust_periodic": {
+            "n_members": 8,
+            "numeric_scaling": "robust",
+            "numeric_embedding": "periodic",
+        },
+        "m4_realmlp_blocks": {
+            "n_members": 4,
+            "numeric_embedding": "pbld",
+            "activation": "selu",
+            "module_kwargs": {"front_scale": True, "parametric_activation": True},
+        },
         "tabm": {"module": TabMModule, "module_kwargs": {"k": 16, "d_block": 256}},
     }
     failures = 0
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name(0)}")
-    print("| setting | status | test NLL (GPU) | GPU s | CPU s | CPU / GPU | pickled on CPU == GPU |")
+    print(
+        "| setting | status | test NLL (GPU) | GPU s | CPU s | CPU / GPU | pickled on CPU == GPU |"
+    )
     print("|---|---|---|---|---|---|---|")
     for name, params in settings.items():
         times, nll = {}, None
         for device in ("cuda", "cpu"):
-            clf = NeSCalClassifier(NeSCalLoss(warmup=5), max_epochs=15, device=device, random_state=0)
+            clf = NeSCalClassifier(
+                NeSCalLoss(warmup=5), max_epochs=15, device=device, random_state=0
+            )
             clf.set_params(**params)
             start = time.perf_counter()
             clf.fit(X_train, y_train)
@@ -63,8 +73,10 @@ def main() -> int:
                 on_cpu = pickle.loads(pickle.dumps(clf)).predict_proba(X_test)
                 same = bool(np.allclose(on_cpu, proba, atol=1e-4))
                 failures += not same or not np.isfinite(nll) or status != "penalised"
-        print(f"| {name} | {status} | {nll:.4f} | {times['cuda']:.1f} | {times['cpu']:.1f} | "
-              f"{times['cpu'] / times['cuda']:.1f}× | {same} |")  # fmt: skip
+        print(
+            f"| {name} | {status} | {nll:.4f} | {times['cuda']:.1f} | {times['cpu']:.1f} | "
+            f"{times['cpu'] / times['cuda']:.1f}× | {same} |"
+        )
     print("FAILED" if failures else "all checks passed")
     return 1 if failures else 0
 

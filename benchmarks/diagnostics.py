@@ -39,8 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nescal_bench import SUITES
-from nescal_bench._stats import wilcoxon_p
+from nescal_bench import SUITES, wilcoxon_p
 from nescal_bench.studies import save_figure
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,10 +68,18 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--max-epochs", type=int, default=60)
     parser.add_argument("--patience", type=int, default=10)
     parser.add_argument("--figures", type=Path, default=ROOT / "docs" / "figures")
-    parser.add_argument("--save", type=Path, default=Path("results") / "diagnostics.pkl",
-                        help="where the measured results are kept (pickle), for --no-run")  # fmt: skip
-    parser.add_argument("--no-run", action="store_true", help="report and draw from --save, fitting nothing")
-    parser.add_argument("--quick", action="store_true", help="smoke run: sklearn's digits and wine, 8 epochs")
+    parser.add_argument(
+        "--save",
+        type=Path,
+        default=Path("results") / "diagnostics.pkl",
+        help="where the measured results are kept (pickle), for --no-run",
+    )
+    parser.add_argument(
+        "--no-run", action="store_true", help="report and draw from --save, fitting nothing"
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="smoke run: sklearn's digits and wine, 8 epochs"
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.datasets, args.seeds = ["sklearn-digits", "sklearn-wine"], [0]
@@ -129,34 +136,54 @@ def measure(name: str, seed: int, args: argparse.Namespace) -> dict:
 
     torch.set_num_threads(1)
     split = load(name, args.max_rows, seed)
-    y_train, y_val, y_test = (np.searchsorted(split.classes, y) for y in (split.y_train, split.y_val, split.y_test))
+    y_train, y_val, y_test = (
+        np.searchsorted(split.classes, y) for y in (split.y_train, split.y_val, split.y_test)
+    )
     k = len(split.classes)
     models, seconds = {}, {}
     for model_name, (loss, params, offset) in MODELS.items():
         start = time.perf_counter()
-        model = NeSCalClassifier(loss=loss, max_epochs=args.max_epochs, patience=args.patience,
-                                 random_state=seed + offset).set_params(**{f"loss__{k}": v for k, v in params.items()})
+        model = NeSCalClassifier(
+            loss=loss,
+            max_epochs=args.max_epochs,
+            patience=args.patience,
+            random_state=seed + offset,
+        ).set_params(**{f"loss__{k}": v for k, v in params.items()})
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # PenaltyInactiveWarning: counted below instead
             model.fit(split.X_train, y_train, X_val=split.X_val, y_val=y_val)
         models[model_name] = model
         seconds[model_name] = time.perf_counter() - start
-    out: dict = {"dataset": name, "seed": seed, "n_classes": k, "seconds": seconds,
-                 "penalty_status": models["nescal"].penalty_status_}
+    out: dict = {
+        "dataset": name,
+        "seed": seed,
+        "n_classes": k,
+        "seconds": seconds,
+        "penalty_status": models["nescal"].penalty_status_,
+    }
     # the scorer's LCE: neighbourhoods of the standardised test rows, the same for every model
     lce = LocalCalibrationScorer(local_calibration_error, n_neighbors=LCE_NEIGHBORS)
     out["gap"], out["lce"], out["ece"], out["ranking"] = {}, {}, {}, {}
     for m in ("ce", "nescal"):
-        out["gap"][m] = {"train": neighbour_confidence_gap(models[m], split.X_train, n_neighbors=N_NEIGHBORS),
-                         "test": neighbour_confidence_gap(models[m], split.X_test, reference_X=split.X_train,
-                                                          n_neighbors=N_NEIGHBORS)}  # fmt: skip
+        out["gap"][m] = {
+            "train": neighbour_confidence_gap(models[m], split.X_train, n_neighbors=N_NEIGHBORS),
+            "test": neighbour_confidence_gap(
+                models[m], split.X_test, reference_X=split.X_train, n_neighbors=N_NEIGHBORS
+            ),
+        }
     for key, distance in (("fisher", "l2"), ("fisher_relative", "relative")):
-        out[key] = fisher_laplacian_ratio(models["nescal"], split.X_train, n_neighbors=N_NEIGHBORS, distance=distance)
-    out["ls_bounds"] = {m: label_smoothing_bounds(models[m], split.X_train, y_train) for m in ("ls_010", "ls_030")}
+        out[key] = fisher_laplacian_ratio(
+            models["nescal"], split.X_train, n_neighbors=N_NEIGHBORS, distance=distance
+        )
+    out["ls_bounds"] = {
+        m: label_smoothing_bounds(models[m], split.X_train, y_train) for m in ("ls_010", "ls_030")
+    }
     test_proba = {m: models[m].predict_proba(split.X_test) for m in models}
     if k >= 3:
         for m in ("ce_other_seed", "ls_010", "ls_030", "nescal"):
-            out["ranking"][m] = wrong_class_rank_correlation(y_test, test_proba[m], test_proba["ce"])
+            out["ranking"][m] = wrong_class_rank_correlation(
+                y_test, test_proba[m], test_proba["ce"]
+            )
     for m in ("ce", "ls_010", "nescal"):
         calibrated = CalibratedTemperature(FrozenEstimator(models[m])).fit(split.X_val, y_val)
         for stage, fitted in (("raw", models[m]), ("ts", calibrated)):
@@ -179,10 +206,15 @@ def main(argv=None) -> int:
     print(f"{len(tasks)} splits x {len(MODELS)} models, --jobs {args.jobs}", file=sys.stderr)
     start = time.perf_counter()
     results = []
-    measured = Parallel(n_jobs=args.jobs, return_as="generator")(delayed(measure)(d, s, args) for d, s in tasks)
+    measured = Parallel(n_jobs=args.jobs, return_as="generator")(
+        delayed(measure)(d, s, args) for d, s in tasks
+    )
     for i, result in enumerate(measured, 1):
-        print(f"[{i}/{len(tasks)}] {result['dataset']} seed {result['seed']}: "
-              f"{sum(result['seconds'].values()):.1f} s", file=sys.stderr)  # fmt: skip
+        print(
+            f"[{i}/{len(tasks)}] {result['dataset']} seed {result['seed']}: "
+            f"{sum(result['seconds'].values()):.1f} s",
+            file=sys.stderr,
+        )
         results.append(result)
     print(f"done in {time.perf_counter() - start:.0f} s", file=sys.stderr)
     args.save.parent.mkdir(parents=True, exist_ok=True)
@@ -235,27 +267,53 @@ def report(results: list[dict], args) -> None:
     held_tv = sum(g.fraction_tv_within_bound * g.n_edges for g in gaps)
     print("### Neighbour confidence gap: |conf_i - conf_j| <= TV <= sqrt(2 JS)\n")
     print(f"* edges checked: {edges} ({len(gaps)} graphs: CE and NeSCal, train and test-to-train)")
-    print(f"* |conf gap| <= TV held on {held_gap:.0f} ({100 * held_gap / edges:.4f} %); "
-          f"TV <= sqrt(2 JS) on {held_tv:.0f} ({100 * held_tv / edges:.4f} %)")
-    print(f"* largest excess: gap - TV {max(g.max_gap_excess for g in gaps):.2e}, "
-          f"TV - sqrt(2 JS) {max(g.max_tv_excess for g in gaps):.2e}")
-    for label, key in (("conf gap / TV", "median_gap_over_tv"), ("TV / sqrt(2 JS)", "median_tv_over_bound")):
+    print(
+        f"* |conf gap| <= TV held on {held_gap:.0f} ({100 * held_gap / edges:.4f} %); "
+        f"TV <= sqrt(2 JS) on {held_tv:.0f} ({100 * held_tv / edges:.4f} %)"
+    )
+    print(
+        f"* largest excess: gap - TV {max(g.max_gap_excess for g in gaps):.2e}, "
+        f"TV - sqrt(2 JS) {max(g.max_tv_excess for g in gaps):.2e}"
+    )
+    for label, key in (
+        ("conf gap / TV", "median_gap_over_tv"),
+        ("TV / sqrt(2 JS)", "median_tv_over_bound"),
+    ):
         values = [getattr(g, key) for g in gaps]
-        print(f"* tightness, {label}: median over graphs of the per-edge median "
-              f"{np.nanmedian(values):.3f} (range {np.nanmin(values):.3f}-{np.nanmax(values):.3f})")
+        print(
+            f"* tightness, {label}: median over graphs of the per-edge median "
+            f"{np.nanmedian(values):.3f} (range {np.nanmin(values):.3f}-{np.nanmax(values):.3f})"
+        )
     penalised = [r for r in results if r["penalty_status"] == "penalised"]
-    for chosen, heading in ((results, "NeSCal against CE, each on its own model's graph (per dataset, mean over seeds)"),
-                            (penalised, "The same, on the splits whose NeSCal fit was penalised")):  # fmt: skip
-        print(f"\n{heading}:\n\n| graph | measure | CE (median over datasets) | NeSCal | NeSCal vs CE |\n|---|---|---|---|---|")
+    for chosen, heading in (
+        (
+            results,
+            "NeSCal against CE, each on its own model's graph (per dataset, mean over seeds)",
+        ),
+        (penalised, "The same, on the splits whose NeSCal fit was penalised"),
+    ):
+        print(
+            f"\n{heading}:\n\n| graph | measure | CE (median over datasets) | NeSCal | NeSCal vs CE |\n|---|---|---|---|---|"
+        )
         for graph in ("train", "test"):
-            for label, key in (("median neighbour JS", "median_js"), ("mean confidence gap", "mean_gap")):
-                a, b = matched(chosen, lambda r, g=graph, k=key: r["gap"]["nescal"][g].summary[k],
-                               lambda r, g=graph, k=key: r["gap"]["ce"][g].summary[k])  # fmt: skip
+            for label, key in (
+                ("median neighbour JS", "median_js"),
+                ("mean confidence gap", "mean_gap"),
+            ):
+                a, b = matched(
+                    chosen,
+                    lambda r, g=graph, k=key: r["gap"]["nescal"][g].summary[k],
+                    lambda r, g=graph, k=key: r["gap"]["ce"][g].summary[k],
+                )
                 if a:
-                    print(f"| {graph} | {label} | {np.median(b):.2e} | {np.median(a):.2e} | {paired(a, b)} |")
+                    print(
+                        f"| {graph} | {label} | {np.median(b):.2e} | {np.median(a):.2e} | {paired(a, b)} |"
+                    )
     statuses = [r["penalty_status"] for r in results]
-    print(f"\nNeSCal fits penalised: {statuses.count('penalised')} of {len(statuses)} "
-          f"(the others returned their warm-up checkpoint or never built the graph)\n")
+    print(
+        f"\nNeSCal fits penalised: {statuses.count('penalised')} of {len(statuses)} "
+        f"(the others returned their warm-up checkpoint or never built the graph)\n"
+    )
 
     # 2. Fisher-Laplacian form
     from nescal_sklearn.diagnostics import fisher_laplacian_ratio
@@ -263,39 +321,53 @@ def report(results: list[dict], args) -> None:
     synthetic = fisher_laplacian_ratio(synthetic=True, random_state=0, name="synthetic")
     at_median = [r["fisher"].ratio_at_median_distance for r in results]
     print("### Local Fisher-Laplacian form: JS / (1/8 sum (p - q)^2 / p)\n")
-    print(f"* NeSCal's training graph, ratio at the median edge (by distance): median over splits "
-          f"{np.nanmedian(at_median):.4f} (range {np.nanmin(at_median):.4f}-{np.nanmax(at_median):.4f}); "
-          f"median edge L2 distance {np.nanmedian([r['fisher'].median_distance for r in results]):.3g}")
+    print(
+        f"* NeSCal's training graph, ratio at the median edge (by distance): median over splits "
+        f"{np.nanmedian(at_median):.4f} (range {np.nanmin(at_median):.4f}-{np.nanmax(at_median):.4f}); "
+        f"median edge L2 distance {np.nanmedian([r['fisher'].median_distance for r in results]):.3g}"
+    )
     rel = [r["fisher_relative"] for r in results]
     for bound in (0.1, 0.01):
         near = [f.ratio[(f.distance < bound) & np.isfinite(f.ratio)] for f in rel]
         medians = [np.median(v) for v in near if len(v)]
         share = np.median([np.mean(f.distance < bound) for f in rel])
-        lead = f"* edges whose largest relative difference max_c |p_c - q_c| / p_c is below {bound:g}"
+        lead = (
+            f"* edges whose largest relative difference max_c |p_c - q_c| / p_c is below {bound:g}"
+        )
         if not medians:  # no split has an edge this close: nothing to take a ratio of
             print(f"{lead}: none in any split")
             continue
-        print(f"{lead} (median share of a graph's edges {100 * share:.1f} %): median ratio "
-              f"{np.median(np.concatenate(near)):.4f} pooled, per split {np.min(medians):.4f}-"
-              f"{np.max(medians):.4f} ({len(medians)} splits have such edges)")
-    print(f"* synthetic perturbations: ratio {synthetic.ratio_at_min_distance:.6f} at the smallest "
-          f"distance, {synthetic.ratio_at_median_distance:.4f} at the median\n")
+        print(
+            f"{lead} (median share of a graph's edges {100 * share:.1f} %): median ratio "
+            f"{np.median(np.concatenate(near)):.4f} pooled, per split {np.min(medians):.4f}-"
+            f"{np.max(medians):.4f} ({len(medians)} splits have such edges)"
+        )
+    print(
+        f"* synthetic perturbations: ratio {synthetic.ratio_at_min_distance:.6f} at the smallest "
+        f"distance, {synthetic.ratio_at_median_distance:.4f} at the median\n"
+    )
 
     # 3. label smoothing closed forms
-    print("### Label-smoothing closed forms, training rows\n\n| epsilon | rows above the ceiling | median logit gap "
-          "(top - mean other) / bound | training NLL / floor |\n|---|---|---|---|")
+    print(
+        "### Label-smoothing closed forms, training rows\n\n| epsilon | rows above the ceiling | median logit gap "
+        "(top - mean other) / bound | training NLL / floor |\n|---|---|---|---|"
+    )
     for m in ("ls_010", "ls_030"):
         bounds = [r["ls_bounds"][m] for r in results]
         above = [b.fraction_above_ceiling for b in bounds]
         gap = [b.summary["median_gap_mean_other"] / b.logit_gap_bound for b in bounds]
         nll = [b.mean_nll / b.nll_floor for b in bounds]
-        print(f"| {bounds[0].epsilon:g} | median {100 * np.median(above):.1f} % (range {100 * np.min(above):.1f}-"
-              f"{100 * np.max(above):.1f} %) | {np.median(gap):.2f} | {np.median(nll):.2f} (all >= 1: "
-              f"{all(v >= 1 for v in nll)}) |")
+        print(
+            f"| {bounds[0].epsilon:g} | median {100 * np.median(above):.1f} % (range {100 * np.min(above):.1f}-"
+            f"{100 * np.max(above):.1f} %) | {np.median(gap):.2f} | {np.median(nll):.2f} (all >= 1: "
+            f"{all(v >= 1 for v in nll)}) |"
+        )
 
     # 4. wrong-class ranking; higher is better here: 1 - rho is the "error" compared
-    print("\n### Wrong-class ranking against CE (test rows, datasets with 3+ classes)\n\n"
-          "| model | mean Spearman with CE (median over datasets) | vs CE with another seed |\n|---|---|---|")
+    print(
+        "\n### Wrong-class ranking against CE (test rows, datasets with 3+ classes)\n\n"
+        "| model | mean Spearman with CE (median over datasets) | vs CE with another seed |\n|---|---|---|"
+    )
     control = by_dataset(results, lambda r: r["ranking"].get("ce_other_seed"))
     for m in ("ce_other_seed", "ls_010", "ls_030", "nescal"):
         values = by_dataset(results, lambda r, m=m: r["ranking"].get(m))
@@ -303,28 +375,45 @@ def report(results: list[dict], args) -> None:
         versus = "—" if m == "ce_other_seed" else paired([1 - v for v in a], [1 - v for v in b])
         print(f"| {m} | {np.median(list(values.values())):.3f} | 1 - rho: {versus} |")
     # NeSCal's fits that returned CE's warm-up checkpoint rank exactly like CE: leave them out
-    a, b = matched(penalised, lambda r: r["ranking"].get("nescal"), lambda r: r["ranking"].get("ce_other_seed"))
+    a, b = matched(
+        penalised, lambda r: r["ranking"].get("nescal"), lambda r: r["ranking"].get("ce_other_seed")
+    )
     if a:
-        print(f"| nescal, penalised fits only | {np.median(a):.3f} | 1 - rho: "
-              f"{paired([1 - v for v in a], [1 - v for v in b])} |")
+        print(
+            f"| nescal, penalised fits only | {np.median(a):.3f} | 1 - rho: "
+            f"{paired([1 - v for v in a], [1 - v for v in b])} |"
+        )
 
     # 5. local calibration error
-    print(f"\n### Local calibration error (kNN, {LCE_NEIGHBORS} neighbours of the standardised inputs, 15 "
-          "confidence bins), test rows\n\n| model | LCE raw | LCE after TS | ECE raw | ECE after TS |\n|---|---|---|---|---|")
+    print(
+        f"\n### Local calibration error (kNN, {LCE_NEIGHBORS} neighbours of the standardised inputs, 15 "
+        "confidence bins), test rows\n\n| model | LCE raw | LCE after TS | ECE raw | ECE after TS |\n|---|---|---|---|---|"
+    )
     for m in ("ce", "ls_010", "nescal"):
-        cells = [np.median(list(by_dataset(results, lambda r, k=(m, stage), x=x: r[x][k]).values()))
-                 for x in ("lce", "ece") for stage in ("raw", "ts")]  # fmt: skip
+        cells = [
+            np.median(list(by_dataset(results, lambda r, k=(m, stage), x=x: r[x][k]).values()))
+            for x in ("lce", "ece")
+            for stage in ("raw", "ts")
+        ]
         print(f"| {m} | " + " | ".join(f"{v:.4f}" for v in cells) + " |")
     print()
-    lce = {(m, stage): lambda r, k=(m, stage): r["lce"][k] for m in ("ce", "ls_010", "nescal") for stage in ("raw", "ts")}
+    lce = {
+        (m, stage): lambda r, k=(m, stage): r["lce"][k]
+        for m in ("ce", "ls_010", "nescal")
+        for stage in ("raw", "ts")
+    }
     for m in ("nescal", "ls_010"):
         for stage in ("raw", "ts"):
-            print(f"* {m} vs CE, LCE {stage}: {paired(*matched(results, lce[(m, stage)], lce[('ce', stage)]))}")
+            print(
+                f"* {m} vs CE, LCE {stage}: {paired(*matched(results, lce[(m, stage)], lce[('ce', stage)]))}"
+            )
     for stage in ("raw", "ts"):
         a, b = matched(penalised, lce[("nescal", stage)], lce[("ce", stage)])
         if a:
             print(f"* nescal vs CE, LCE {stage}, penalised fits only: {paired(a, b)}")
-    print(f"* nescal vs ls_010, LCE after TS: {paired(*matched(results, lce[('nescal', 'ts')], lce[('ls_010', 'ts')]))}")
+    print(
+        f"* nescal vs ls_010, LCE after TS: {paired(*matched(results, lce[('nescal', 'ts')], lce[('ls_010', 'ts')]))}"
+    )
     draw(results, args.figures)
 
 
@@ -339,18 +428,24 @@ def draw(results: list[dict], figures: Path) -> None:
     figures.mkdir(parents=True, exist_ok=True)
     featured = next((r for r in results if r["dataset"] == FEATURED), results[0])
     title = f"{featured['dataset']}, seed {featured['seed']}"
-    fig = plot_diagnostics({"CE": featured["gap"]["ce"]["train"], "NeSCal": featured["gap"]["nescal"]["train"]})[0].figure_
+    fig = plot_diagnostics(
+        {"CE": featured["gap"]["ce"]["train"], "NeSCal": featured["gap"]["nescal"]["train"]}
+    )[0].figure_
     fig.suptitle(f"neighbour confidence gap on each model's training graph ({title})")
     save_figure(fig, figures / "diagnostics_neighbour_gap.png")
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), squeeze=False)
-    for ax, key, metric in zip(axes[0], ("fisher", "fisher_relative"), ("l2", "relative"), strict=True):
+    for ax, key, metric in zip(
+        axes[0], ("fisher", "fisher_relative"), ("l2", "relative"), strict=True
+    ):
         synthetic = fisher_laplacian_ratio(synthetic=True, random_state=0, distance=metric)
         plot_diagnostics({"NeSCal's edges": featured[key], "synthetic": synthetic}, ax=ax)
     fig.suptitle(f"local Fisher-Laplacian form ({title})")
     save_figure(fig, figures / "diagnostics_fisher.png")
     fig, axes = plt.subplots(2, 2, figsize=(10, 7), squeeze=False)
     for row, m in zip(axes, ("ls_010", "ls_030"), strict=True):
-        featured["ls_bounds"][m].plot(ax=row, name=f"LS epsilon {featured['ls_bounds'][m].epsilon:g}")
+        featured["ls_bounds"][m].plot(
+            ax=row, name=f"LS epsilon {featured['ls_bounds'][m].epsilon:g}"
+        )
     fig.suptitle(f"label smoothing on the training rows ({title})")
     save_figure(fig, figures / "diagnostics_label_smoothing.png")
     print(f"\nfigures: {', '.join(p.name for p in sorted(figures.glob('diagnostics_*.png')))}")

@@ -35,8 +35,14 @@ def measure(k: int, X, y, X_test, epochs: int, hidden: tuple[int, ...]) -> tuple
     """Seconds per epoch of a fit, and seconds of one predict_proba on ``X_test``."""
     from nescal_sklearn import NeSCalClassifier
 
-    clf = NeSCalClassifier("ce", n_members=k, hidden_sizes=hidden, max_epochs=epochs, early_stopping=False,
-                           random_state=0)  # fmt: skip
+    clf = NeSCalClassifier(
+        "ce",
+        n_members=k,
+        hidden_sizes=hidden,
+        max_epochs=epochs,
+        early_stopping=False,
+        random_state=0,
+    )
     start = time.perf_counter()
     clf.fit(X, y)
     fit = (time.perf_counter() - start) / epochs
@@ -50,7 +56,9 @@ def main(argv=None) -> int:
     rows, epochs, repeats, hidden = args.rows, args.epochs, args.repeats, (256, 256)
     if args.quick:
         rows, epochs, repeats, hidden = 600, 1, 1, (16,)
-    X, y = make_classification(2 * rows, n_features=args.features, n_informative=10, n_classes=3, random_state=0)
+    X, y = make_classification(
+        2 * rows, n_features=args.features, n_informative=10, n_classes=3, random_state=0
+    )
     X = X.astype(np.float32)
     X_train, y_train, X_test = X[:rows], y[:rows], X[rows:]
     members = [1, 4] if args.quick else args.members
@@ -58,12 +66,17 @@ def main(argv=None) -> int:
     for k in members:
         runs = [measure(k, X_train, y_train, X_test, epochs, hidden) for _ in range(repeats)]
         results[k] = tuple(float(np.median(v)) for v in zip(*runs, strict=True))
-    lines = [f"{rows} training rows x {args.features} features, MLP {hidden}, 1 thread, median of {repeats} runs",
-             "", "| members | s per epoch | ratio to n_members=1 | predict_proba s | ratio to n_members=1 |",
-             "|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        f"{rows} training rows x {args.features} features, MLP {hidden}, 1 thread, median of {repeats} runs",
+        "",
+        "| members | s per epoch | ratio to n_members=1 | predict_proba s | ratio to n_members=1 |",
+        "|---|---|---|---|---|",
+    ]
     fit1, pred1 = results[members[0]]
     for k, (fit, pred) in results.items():
-        lines.append(f"| n_members={k} | {fit:.3f} | {fit / fit1:.2f}× | {pred:.4f} | {pred / pred1:.2f}× |")
+        lines.append(
+            f"| n_members={k} | {fit:.3f} | {fit / fit1:.2f}× | {pred:.4f} | {pred / pred1:.2f}× |"
+        )
     text = "\n".join(lines)
     print(text)
     if args.out is not None:

@@ -86,8 +86,13 @@ def worker_graph(args) -> dict:
     peak = _peak_rss_mb()
     if args.save:
         np.save(args.save, neighbors)
-    return {"resolved": resolved, "seconds": seconds, "jit_s": jit_s, "peak_mb": peak,
-            "baseline_mb": baseline}  # fmt: skip
+    return {
+        "resolved": resolved,
+        "seconds": seconds,
+        "jit_s": jit_s,
+        "peak_mb": peak,
+        "baseline_mb": baseline,
+    }
 
 
 def worker_epoch(args) -> dict:
@@ -97,8 +102,13 @@ def worker_epoch(args) -> dict:
     x, y = torch.from_numpy(data), torch.from_numpy(labels)
     torch.manual_seed(args.seed)
     nn = torch.nn
-    model = nn.Sequential(nn.Linear(args.dim, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
-                          nn.Linear(256, N_CLUSTERS))  # fmt: skip
+    model = nn.Sequential(
+        nn.Linear(args.dim, 256),
+        nn.ReLU(),
+        nn.Linear(256, 256),
+        nn.ReLU(),
+        nn.Linear(256, N_CLUSTERS),
+    )
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     loss_fn = torch.nn.CrossEntropyLoss()
 
@@ -131,13 +141,17 @@ WORKERS = {"graph": worker_graph, "epoch": worker_epoch, "jit": worker_jit}
 def run_worker(kind: str, args, timeout: float, env: dict | None = None, **extra) -> dict:
     if args.quick:  # in-process: one interpreter start; peak memory is then cumulative
         return WORKERS[kind](argparse.Namespace(**{**vars(args), **extra}))
-    options = {k: getattr(args, k) for k in ("dim", "n_neighbors", "seed", "intrinsic_dim", "threads")}
+    options = {
+        k: getattr(args, k) for k in ("dim", "n_neighbors", "seed", "intrinsic_dim", "threads")
+    }
     command = [sys.executable, os.path.abspath(__file__), "--worker", kind]
     for key, value in {**options, **extra}.items():
         if value is not None and (key != "threads" or value):
             command += [f"--{key.replace('_', '-')}", str(value)]
     try:
-        result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env, check=False)
+        result = subprocess.run(
+            command, capture_output=True, text=True, timeout=timeout, env=env, check=False
+        )
     except subprocess.TimeoutExpired:
         return {"error": f"timeout after {timeout:.0f}s"}
     if result.returncode != 0:
@@ -160,22 +174,37 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--dim", type=int, default=256)
-    parser.add_argument("--intrinsic-dim", type=int, default=16,
-                        help="per-cluster subspace dimension; 0 = isotropic full-rank clusters")  # fmt: skip
+    parser.add_argument(
+        "--intrinsic-dim",
+        type=int,
+        default=16,
+        help="per-cluster subspace dimension; 0 = isotropic full-rank clusters",
+    )
     parser.add_argument("--n-neighbors", type=int, default=10)
     methods = ["exact", "approximate", "auto"]
     parser.add_argument("--methods", nargs="+", default=methods, choices=methods)
-    parser.add_argument("--max-exact", type=int, default=200_000, help="skip method='exact' above this size")
+    parser.add_argument(
+        "--max-exact", type=int, default=200_000, help="skip method='exact' above this size"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--timeout", type=float, default=1200.0, help="seconds per measurement")
-    parser.add_argument("--no-cold-jit", action="store_true", help="skip the first-ever vs later JIT table")
-    parser.add_argument("--quick", action="store_true",
-                        help="smoke run: 2000 x 32, exact and auto, in one process (cumulative peak memory)")  # fmt: skip
+    parser.add_argument(
+        "--no-cold-jit", action="store_true", help="skip the first-ever vs later JIT table"
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke run: 2000 x 32, exact and auto, in one process (cumulative peak memory)",
+    )
     parser.add_argument("--worker", choices=sorted(WORKERS), help=argparse.SUPPRESS)
     parser.add_argument("--n", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--method", help=argparse.SUPPRESS)
     parser.add_argument("--save", help=argparse.SUPPRESS)
-    parser.add_argument("--threads", type=int, help="torch and numba threads in each measurement (default: all cores)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        help="torch and numba threads in each measurement (default: all cores)",
+    )
     args = parser.parse_args(argv)
 
     if args.threads:
@@ -191,10 +220,14 @@ def main(argv: list[str] | None = None) -> int:
         args.sizes, args.dim, args.methods, args.no_cold_jit = [2000], 32, ["exact", "auto"], True
         args.max_exact = max(args.sizes)
 
-    print(f"dim={args.dim} intrinsic_dim={args.intrinsic_dim} k={args.n_neighbors} "
-          f"clusters={N_CLUSTERS} cpus={os.cpu_count()}")
-    print(f"{'n':>9} {'method':>11} {'resolved':>11} {'graph_s':>8} {'jit_s':>6} "
-          f"{'peak_MB':>8} {'added_MB':>8} {'recall':>6} {'epoch_s':>7} {'graph/epoch':>11}")  # fmt: skip
+    print(
+        f"dim={args.dim} intrinsic_dim={args.intrinsic_dim} k={args.n_neighbors} "
+        f"clusters={N_CLUSTERS} cpus={os.cpu_count()}"
+    )
+    print(
+        f"{'n':>9} {'method':>11} {'resolved':>11} {'graph_s':>8} {'jit_s':>6} "
+        f"{'peak_MB':>8} {'added_MB':>8} {'recall':>6} {'epoch_s':>7} {'graph/epoch':>11}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         for n in args.sizes:
             epoch_s = run_worker("epoch", args, args.timeout, n=n).get("seconds")
@@ -209,18 +242,28 @@ def main(argv: list[str] | None = None) -> int:
                 if "error" in row:
                     print(f"{prefix} {row['error']:>60}", flush=True)
                     continue
-                rec = recall(np.load(path), np.load(exact_path)) if os.path.exists(exact_path) else None
+                rec = (
+                    recall(np.load(path), np.load(exact_path))
+                    if os.path.exists(exact_path)
+                    else None
+                )
                 ratio = row["seconds"] / epoch_s if epoch_s else None
-                print(f"{prefix} {row['resolved']:>11} {row['seconds']:>8.2f} {_fmt(row['jit_s'], '6.1f'):>6} "
-                      f"{row['peak_mb']:>8.0f} {row['peak_mb'] - row['baseline_mb']:>8.0f} {_fmt(rec, '6.3f'):>6} "
-                      f"{_fmt(epoch_s, '7.2f'):>7} {_fmt(ratio, '11.2f'):>11}", flush=True)  # fmt: skip
+                print(
+                    f"{prefix} {row['resolved']:>11} {row['seconds']:>8.2f} {_fmt(row['jit_s'], '6.1f'):>6} "
+                    f"{row['peak_mb']:>8.0f} {row['peak_mb'] - row['baseline_mb']:>8.0f} {_fmt(rec, '6.3f'):>6} "
+                    f"{_fmt(epoch_s, '7.2f'):>7} {_fmt(ratio, '11.2f'):>11}",
+                    flush=True,
+                )
     if not args.no_cold_jit:
         print("\nnumba JIT of method='approximate' (2000 rows), fresh processes:")
         with tempfile.TemporaryDirectory() as cache:
             env = dict(os.environ, NUMBA_CACHE_DIR=cache)
             off = {"NESCAL_SKLEARN_JIT_CACHE": "0"}
-            for label, more in (("first-ever (empty cache)", {}), ("later process (warm cache)", {}),
-                                ("later process, nescal cache off", off)):  # fmt: skip
+            for label, more in (
+                ("first-ever (empty cache)", {}),
+                ("later process (warm cache)", {}),
+                ("later process, nescal cache off", off),
+            ):
                 row = run_worker("jit", args, args.timeout, env={**env, **more})
                 print(f"  {label:<34} {_fmt(row.get('seconds'), '6.1f')} s", flush=True)
     return 0

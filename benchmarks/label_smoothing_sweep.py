@@ -49,9 +49,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", type=Path, default=CONFIG, help="the sweep's config")
     parser.add_argument("--jobs", type=int, default=1, help="parallel fits (runner --jobs)")
-    parser.add_argument("--figures", type=Path, default=ROOT / "docs" / "figures", help="folder of the figures")
+    parser.add_argument(
+        "--figures", type=Path, default=ROOT / "docs" / "figures", help="folder of the figures"
+    )
     parser.add_argument("--no-run", action="store_true", help="draw from the existing results only")
-    parser.add_argument("--calibrator", default="temperature", help="the post-hoc stage called 'after TS'")
+    parser.add_argument(
+        "--calibrator", default="temperature", help="the post-hoc stage called 'after TS'"
+    )
     return parser.parse_args(argv)
 
 
@@ -79,17 +83,19 @@ def collect(results, calibrator: str):
     from nescal_bench import pool_reliability
 
     frame = results.frame()
-    means = frame[frame["condition"] == "clean"].pivot_table(index=["dataset", "method"], columns=["stage", "metric"],
-                                                             values="value")  # fmt: skip
+    means = frame[frame["condition"] == "clean"].pivot_table(
+        index=["dataset", "method"], columns=["stage", "metric"], values="value"
+    )
     rows: dict[tuple[str, float], dict] = {}
     references: dict[tuple[str, str], dict] = {}
     for dataset, methods in results.reported().items():
         for method, records in methods.items():
             summary = {
-                "n_classes": records[0]["data"]["n_classes"], "method": method,
+                "n_classes": records[0]["data"]["n_classes"],
+                "method": method,
                 "reliability": pool_reliability([r["reliability"]["raw"] for r in records])[0],
                 "n_test": sum(int(r["data"]["n_test"]) for r in records),
-            }  # fmt: skip
+            }
             for label, stage in (("raw", "raw"), ("ts", calibrator)):
                 for metric in ("nll", "ece", "accuracy"):
                     value = means.get((stage, metric), {}).get((dataset, method), np.nan)
@@ -126,12 +132,34 @@ def table(rows, datasets, epsilons) -> str:
             given_up = row["nll_raw"] - base["nll_raw"]
             if epsilon > 0 and given_up > 0 and "nll_ts" in row and "nll_ts" in base:
                 recovered.append(1 - (row["nll_ts"] - base["nll_ts"]) / given_up)
-        share = (f"{100 * np.median(recovered):.0f} % ({len(recovered)} datasets)" if recovered
-                 else "— (no dataset's raw NLL rose)")  # fmt: skip
-        cells.append([f"{epsilon:g}", f"{ece_raw:.4f}", f"{ece_ts:.4f}", f"{np.median(change_raw):+.2f} %",
-                      f"{np.nanmedian(change_ts):+.2f} %", share, f"{np.median(accuracy):+.2f}"])  # fmt: skip
-    return markdown_table(["epsilon", "ECE raw", "ECE after TS", "NLL vs eps 0, raw", "NLL vs eps 0, after TS",
-                           "share of the raw NLL increase TS recovers", "accuracy change (pp)"], cells)  # fmt: skip
+        share = (
+            f"{100 * np.median(recovered):.0f} % ({len(recovered)} datasets)"
+            if recovered
+            else "— (no dataset's raw NLL rose)"
+        )
+        cells.append(
+            [
+                f"{epsilon:g}",
+                f"{ece_raw:.4f}",
+                f"{ece_ts:.4f}",
+                f"{np.median(change_raw):+.2f} %",
+                f"{np.nanmedian(change_ts):+.2f} %",
+                share,
+                f"{np.median(accuracy):+.2f}",
+            ]
+        )
+    return markdown_table(
+        [
+            "epsilon",
+            "ECE raw",
+            "ECE after TS",
+            "NLL vs eps 0, raw",
+            "NLL vs eps 0, after TS",
+            "share of the raw NLL increase TS recovers",
+            "accuracy change (pp)",
+        ],
+        cells,
+    )
 
 
 def draw(rows, references, datasets, epsilons, figures: Path) -> list[Path]:
@@ -181,12 +209,17 @@ def draw(rows, references, datasets, epsilons, figures: Path) -> list[Path]:
 
     # 3. accuracy change against epsilon
     fig, ax = plt.subplots(figsize=(5.5, 4))
-    changes = np.array([100 * (series(d, "accuracy_raw") - series(d, "accuracy_raw")[0]) for d in datasets])
+    changes = np.array(
+        [100 * (series(d, "accuracy_raw") - series(d, "accuracy_raw")[0]) for d in datasets]
+    )
     ax.plot(xs, changes.T, color="0.75", lw=0.8)
     ax.plot(xs, np.nanmedian(changes, axis=0), "o-", color="C0", lw=2, label="median")
     ax.axhline(0, color="k", lw=0.8)
-    ax.set(xlabel="label smoothing epsilon", ylabel="test accuracy change vs epsilon 0 (pp)",
-           title="accuracy (grey: one dataset)")  # fmt: skip
+    ax.set(
+        xlabel="label smoothing epsilon",
+        ylabel="test accuracy change vs epsilon 0 (pp)",
+        title="accuracy (grey: one dataset)",
+    )
     ax.legend()
     written.append(save_figure(fig, figures / "label_smoothing_accuracy.png"))
 
@@ -204,11 +237,23 @@ def draw(rows, references, datasets, epsilons, figures: Path) -> list[Path]:
             curve = row["reliability"]
             keep = curve.counts > 0
             top = ceiling(epsilon, row["n_classes"])
-            ax.plot(curve.confidence[keep], curve.accuracy[keep], "o-", ms=3, color=colour, label=f"eps={epsilon:g}")
+            ax.plot(
+                curve.confidence[keep],
+                curve.accuracy[keep],
+                "o-",
+                ms=3,
+                color=colour,
+                label=f"eps={epsilon:g}",
+            )
             if epsilon > 0:
                 ax.axvline(top, color=colour, ls=":", lw=1)
         ax.plot([0, 1], [0, 1], color="k", lw=0.8)
-        ax.set(title=f"{dataset} (K={row['n_classes']})", xlabel="confidence", xlim=(0, 1.01), ylim=(0, 1.01))
+        ax.set(
+            title=f"{dataset} (K={row['n_classes']})",
+            xlabel="confidence",
+            xlim=(0, 1.01),
+            ylim=(0, 1.01),
+        )
         ax.legend(fontsize=7, loc="upper left")
     axes[0, 0].set_ylabel("accuracy (dotted: ceiling 1-e+e/K)")
     written.append(save_figure(fig, figures / "label_smoothing_reliability.png"))
@@ -232,7 +277,9 @@ def main(argv=None) -> int:
     epsilons = sorted({e for _, e in rows})
     for path in draw(rows, references, datasets, epsilons, args.figures):
         print(f"wrote {path}")
-    print(f"\n{len(datasets)} datasets, seeds {list(results.config.confirm_seeds)}, 'after TS' = {args.calibrator}\n")
+    print(
+        f"\n{len(datasets)} datasets, seeds {list(results.config.confirm_seeds)}, 'after TS' = {args.calibrator}\n"
+    )
     print(f"{table(rows, datasets, epsilons)}\n")
     for stage, label in (("raw", "raw"), ("ts", "after TS")):
         print(u_shape(rows, datasets, epsilons, stage, label))
@@ -247,8 +294,10 @@ def u_shape(rows, datasets, epsilons, stage: str, label: str) -> str:
         if not np.all(np.isnan(curve)):
             where.append(epsilons[int(np.nanargmin(curve))])
     interior = sum(epsilons[0] < e < epsilons[-1] for e in where)
-    return (f"ECE {label}: lowest at an interior epsilon (U-shape) on {interior} of {len(where)} datasets, at "
-            f"epsilon {epsilons[0]:g} on {where.count(epsilons[0])}, at {epsilons[-1]:g} on {where.count(epsilons[-1])}")
+    return (
+        f"ECE {label}: lowest at an interior epsilon (U-shape) on {interior} of {len(where)} datasets, at "
+        f"epsilon {epsilons[0]:g} on {where.count(epsilons[0])}, at {epsilons[-1]:g} on {where.count(epsilons[-1])}"
+    )
 
 
 if __name__ == "__main__":

@@ -50,7 +50,11 @@ HGB, REALMLP, HGB_CF = "hgb", "realmlp", "hgb_cf"
 #: (question, method, against): the paired comparisons of ``pairs_<config>.md``.
 PAIRS = (
     ("cross-fitted NeSCal against cross-fitted CE", "recommended_nescal", "cf_ce"),
-    ("cross-fitted NeSCal against cross-fitted CE (patience 10, 5 folds)", "cf_p10_k5", "cf_ce_p10_k5"),
+    (
+        "cross-fitted NeSCal against cross-fitted CE (patience 10, 5 folds)",
+        "cf_p10_k5",
+        "cf_ce_p10_k5",
+    ),
     ("the label target (LoCal) against NeSCal's", "cf_label_p10_k5", "cf_p10_k5"),
     ("the label target (LoCal) against NeSCal's", "cf_label", "recommended_nescal"),
     ("a fixed temperature against the chosen map", "cf_p10_k5_ts", "cf_p10_k5"),
@@ -59,10 +63,18 @@ PAIRS = (
     ("the recommended model against RealMLP-TD", "recommended", "realmlp"),
     ("with the HGB member against without it", "cf_p10_k5_hgb", "cf_p10_k5"),
     ("with the HGB member against without it", "recommended", "recommended_nescal"),
-    ("the recommended model against the single default network + TS", "recommended", "nescal_single"),
-    ("cross-fitted NeSCal against the single default network + TS", "recommended_nescal", "nescal_single"),
+    (
+        "the recommended model against the single default network + TS",
+        "recommended",
+        "nescal_single",
+    ),
+    (
+        "cross-fitted NeSCal against the single default network + TS",
+        "recommended_nescal",
+        "nescal_single",
+    ),
     ("cross-fitted NeSCal against the single default network + TS", "cf_p10_k5", "nescal_single"),
-)  # fmt: skip
+)
 #: The smoke run of ``--quick``.
 QUICK = {
     "datasets": [{"sklearn": "iris"}, {"sklearn": "breast_cancer"}],
@@ -113,14 +125,12 @@ def tables(config) -> tuple[str, str, dict]:
     the figure, from the run's tidy results frame."""
     import pandas as pd
 
-    from nescal_bench._stats import paired_comparison, unit_table, wins_ties_losses
+    from nescal_bench import paired_comparison, unit_table, wins_ties_losses
     from nescal_bench.studies import config_frame, markdown_table
 
     frame = config_frame(config)
-    nll, ece, accuracy, sklearn = (
-        unit_table(frame, ["clean"], stage, metric)
-        for stage, metric in ((STAGE, "nll"), (STAGE, "ece"), (STAGE, "accuracy"), ("sklearn_temperature", "nll"))
-    )  # fmt: skip
+    stages = ((STAGE, "nll"), (STAGE, "ece"), (STAGE, "accuracy"), ("sklearn_temperature", "nll"))
+    nll, ece, accuracy, sklearn = (unit_table(frame, ["clean"], s, m) for s, m in stages)
     fits = frame.drop_duplicates("key").assign(
         seconds=lambda f: 1000 * f["fit_seconds"] / f["n_train"]
     )
@@ -137,23 +147,41 @@ def tables(config) -> tuple[str, str, dict]:
         c = paired_comparison(mine.to_dict(), {"r": theirs.to_dict()}, greater_is_better=False)
         if c is None or method == theirs.name:
             return "–"
-        wtl = wins_ties_losses(mine[c.datasets], theirs[c.datasets], greater_is_better=False,
-                               tolerance=config.report.tie_tolerance)  # fmt: skip
+        both = (mine[c.datasets], theirs[c.datasets])
+        wtl = wins_ties_losses(
+            *both, greater_is_better=False, tolerance=config.report.tie_tolerance
+        )
         if lower_only:
             return f"{wtl[0]}/{len(c.datasets)}"
         p = "–" if np.isnan(c.p_value) else f"{c.p_value:.2g}"
         return f"{c.median_change:+.2f} % ({wtl[0]}/{wtl[1]}/{wtl[2]}, p {p})"
 
     rows = [
-        [method, f"{nll[method].median():.4f}", cell(method, nll[HGB]), cell(method, sklearn[HGB]),
-         *(cell(method, nll[ref], True) if ref in nll else "–" for ref in (REALMLP, HGB_CF)),
-         f"{ece[method].median():.4f}", f"{accuracy[method].median():.4f}",
-         f"{seconds[method].median():.2f}", f"{ratio[method].median():.1f}×"]
+        [
+            method,
+            f"{nll[method].median():.4f}",
+            cell(method, nll[HGB]),
+            cell(method, sklearn[HGB]),
+            *(cell(method, nll[ref], True) if ref in nll else "–" for ref in (REALMLP, HGB_CF)),
+            f"{ece[method].median():.4f}",
+            f"{accuracy[method].median():.4f}",
+            f"{seconds[method].median():.2f}",
+            f"{ratio[method].median():.1f}×",
+        ]
         for method in nll.median().sort_values().index
-    ]  # fmt: skip
-    head = ["method", "median test NLL", "vs HGB + TS: median (lower/tied/higher, p)", "vs HGB + sklearn TS",
-            "lower than RealMLP-TD", "lower than HGB cross-fitted", "median ECE", "median accuracy",
-            "fit s / 1000 rows", "fit time × HGB's (folds two at a time)"]  # fmt: skip
+    ]
+    head = [
+        "method",
+        "median test NLL",
+        "vs HGB + TS: median (lower/tied/higher, p)",
+        "vs HGB + sklearn TS",
+        "lower than RealMLP-TD",
+        "lower than HGB cross-fitted",
+        "median ECE",
+        "median accuracy",
+        "fit s / 1000 rows",
+        "fit time × HGB's (folds two at a time)",
+    ]
     pairs = [[q, f"{m} vs {a}", cell(m, nll[a])] for q, m, a in PAIRS if m in nll and a in nll]
     if {"recommended", "cf_identity"} <= set(nll):  # the map, fit by fit (not seed means)
         fit = frame[
@@ -161,16 +189,18 @@ def tables(config) -> tuple[str, str, dict]:
         ]
         by_fit = fit.pivot_table(index=["dataset", "seed"], columns="method", values="value")
         worst = (by_fit["recommended"] / by_fit["cf_identity"] - 1).mul(100).dropna()
-        pairs.append(["the chosen map against no map: the worst fit", "{}, seed {}".format(*worst.idxmax()),
-                      f"{worst.max():+.2f} % ({(worst > 5).sum()} of {len(worst)} fits above +5 %)"])  # fmt: skip
+        change = f"{worst.max():+.2f} % ({(worst > 5).sum()} of {len(worst)} fits above +5 %)"
+        where = "{}, seed {}".format(*worst.idxmax())
+        pairs.append(["the chosen map against no map: the worst fit", where, change])
     maps = fits.dropna(subset=["calibration"]).groupby("method")["calibration"]
     counts = [
         [m, ", ".join(f"{k} {v}" for k, v in sorted(c.value_counts().items()))] for m, c in maps
     ]
     pairs_md = (
         markdown_table(["question", "methods", "median change (lower/tied/higher, p)"], pairs)
-        + "\n\n" + markdown_table(["method", "maps chosen (fits)"], counts)
-    )  # fmt: skip
+        + "\n\n"
+        + markdown_table(["method", "maps chosen (fits)"], counts)
+    )
     points = {
         m: (max(seconds[m].median(), 1e-3), nll[m].div(nll[HGB]).sub(1).mul(100).median())
         for m in nll

@@ -49,28 +49,48 @@ from nescal_sklearn.penalties import NeighbourhoodSmoothing
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="NeSCal vs CE: epoch time, predict time, size.")
-    for name, default in (("rows", 20000), ("features", 50), ("classes", 10), ("epochs", 10), ("warmup", 2),
-                          ("neighbors", 10)):  # fmt: skip
+    for name, default in (
+        ("rows", 20000),
+        ("features", 50),
+        ("classes", 10),
+        ("epochs", 10),
+        ("warmup", 2),
+        ("neighbors", 10),
+    ):
         parser.add_argument(f"--{name}", type=int, default=default)
     parser.add_argument("--aggregation", default="pairwise", choices=["pairwise", "mean"])
     parser.add_argument("--repeats", type=int, default=30, help="predict_proba timing repeats")
-    parser.add_argument("--rounds", type=int, default=2, help="fits of each method, run in rotation")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch threads (0: torch's default); one thread keeps the ratios steady")
-    parser.add_argument("--loss-call", action="store_true",
-                        help="time the loss call alone (µs per forward + backward, batch --batch-size)")
+    parser.add_argument(
+        "--rounds", type=int, default=2, help="fits of each method, run in rotation"
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch threads (0: torch's default); one thread keeps the ratios steady",
+    )
+    parser.add_argument(
+        "--loss-call",
+        action="store_true",
+        help="time the loss call alone (µs per forward + backward, batch --batch-size)",
+    )
     parser.add_argument("--batch-size", type=int, default=256, help="batch of --loss-call")
-    parser.add_argument("--refinement", action="store_true",
-                        help="time the refinement criterion's temperature solve against the epoch")  # fmt: skip
+    parser.add_argument(
+        "--refinement",
+        action="store_true",
+        help="time the refinement criterion's temperature solve against the epoch",
+    )
     parser.add_argument("--quick", action="store_true", help="tiny smoke run")
     args = parser.parse_args(argv)
     if args.quick:
-        args.rows, args.features, args.epochs, args.warmup, args.repeats, args.rounds = 600, 10, 4, 1, 2, 1
+        vars(args).update(rows=600, features=10, epochs=4, warmup=1, repeats=2, rounds=1)
     return args
 
 
 def fit(loss, X, y, args) -> NeSCalClassifier:
-    return NeSCalClassifier(loss=loss, max_epochs=args.epochs, early_stopping=False, random_state=0).fit(X, y)
+    return NeSCalClassifier(
+        loss=loss, max_epochs=args.epochs, early_stopping=False, random_state=0
+    ).fit(X, y)
 
 
 def best_times(fns: dict, repeats: int, calls: int = 1) -> dict:
@@ -88,7 +108,8 @@ def best_times(fns: dict, repeats: int, calls: int = 1) -> dict:
 def loss_call(args) -> int:
     """µs per loss call (CE + penalty, forward + backward) of each variant, and CE alone."""
     gen = torch.Generator().manual_seed(0)
-    n, n_classes, k, batch = args.rows, args.classes, args.neighbors, min(args.batch_size, args.rows)
+    n, n_classes, k = args.rows, args.classes, args.neighbors
+    batch = min(args.batch_size, n)
     neighbors = torch.randint(0, n, (n, k), generator=gen)
     initial = torch.log_softmax(3.0 * torch.randn(n, n_classes, generator=gen), dim=1)
     similarities = torch.rand(n, k, generator=gen)
@@ -117,12 +138,16 @@ def loss_call(args) -> int:
 
         return run
 
-    fns = {"cross-entropy alone": step(None)}
-    fns.update({name: step(NeighbourhoodSmoothing(neighbors, initial, **kw)) for name, kw in variants.items()})
+    fns = {"cross-entropy alone": step(None)} | {
+        name: step(NeighbourhoodSmoothing(neighbors, initial, **kw))
+        for name, kw in variants.items()
+    }
     best = best_times(fns, repeats=max(args.repeats * 4, 8))
     base = best["cross-entropy alone"]
-    print(f"loss call, forward + backward: batch {batch}, {n_classes} classes, k={k}, "
-          f"n={n}, {torch.get_num_threads()} thread(s); fastest of repeats")
+    print(
+        f"loss call, forward + backward: batch {batch}, {n_classes} classes, k={k}, "
+        f"n={n}, {torch.get_num_threads()} thread(s); fastest of repeats"
+    )
     print(f"{'loss':38s} {'µs/call':>9s} {'vs CE':>7s}")
     for name, seconds in best.items():
         label = name if name == "cross-entropy alone" else f"CE + {name}"
@@ -133,17 +158,24 @@ def loss_call(args) -> int:
 def refinement_cost(X, y, args) -> int:
     """Seconds of the per-epoch temperature solve against the epoch, CE, no early stop."""
     clf = NeSCalClassifier(
-        loss="ce", max_epochs=args.epochs, early_stopping="refinement",
-        patience=args.epochs, random_state=0,
-    ).fit(X, y)  # fmt: skip
+        loss="ce",
+        max_epochs=args.epochs,
+        early_stopping="refinement",
+        patience=args.epochs,
+        random_state=0,
+    ).fit(X, y)
     solve, epoch = np.array(clf.history_[:, "refinement_seconds"]), np.array(clf.history_[:, "dur"])
     n_val = int(np.ceil(clf.check_params()["validation_fraction"] * len(y)))
-    print(f"data: {args.rows} rows x {args.features} features, {args.classes} classes "
-          f"({n_val} validation rows); default MLP, CE, {args.epochs} epochs; "
-          f"{torch.get_num_threads()} thread(s)")
+    print(
+        f"data: {args.rows} rows x {args.features} features, {args.classes} classes "
+        f"({n_val} validation rows); default MLP, CE, {args.epochs} epochs; "
+        f"{torch.get_num_threads()} thread(s)"
+    )
     print(f"{'measure':42s} {'median':>10s} {'max':>10s}")
     print(f"{'temperature solve s per epoch':42s} {np.median(solve):10.4g} {solve.max():10.4g}")
-    print(f"{'epoch s (training + validation + solve)':42s} {np.median(epoch):10.4g} {epoch.max():10.4g}")
+    print(
+        f"{'epoch s (training + validation + solve)':42s} {np.median(epoch):10.4g} {epoch.max():10.4g}"
+    )
     print(f"{'solve / epoch':42s} {np.median(solve / epoch):10.4f} {np.max(solve / epoch):10.4f}")
     return 0
 
@@ -156,15 +188,25 @@ def main(argv=None) -> int:
         return loss_call(args)
     warnings.simplefilter("ignore")
     X, y = make_classification(
-        args.rows, args.features, n_informative=min(20, args.features - 2), n_redundant=0,
-        n_classes=args.classes, n_clusters_per_class=1, random_state=0,
-    )  # fmt: skip
+        args.rows,
+        args.features,
+        n_informative=min(20, args.features - 2),
+        n_redundant=0,
+        n_classes=args.classes,
+        n_clusters_per_class=1,
+        random_state=0,
+    )
     X = X.astype(np.float32)
     if args.refinement:
         return refinement_cost(X, y, args)
     losses = {
-        "js": lambda: ExperimentalNeSCalLoss(warmup=args.warmup, n_neighbors=args.neighbors,
-                                             aggregation=args.aggregation, divergence="js", weight=1.0),
+        "js": lambda: ExperimentalNeSCalLoss(
+            warmup=args.warmup,
+            n_neighbors=args.neighbors,
+            aggregation=args.aggregation,
+            divergence="js",
+            weight=1.0,
+        ),
         "nescal": lambda: NeSCalLoss(warmup=args.warmup, n_neighbors=args.neighbors),
         "ce": lambda: "ce",
     }
@@ -179,11 +221,15 @@ def main(argv=None) -> int:
             fastest[name] = min(fastest[name], float(np.min(fitted[name].history_[after, "dur"])))
     nescal, ce = fitted["nescal"], fitted["ce"]
     graph_row = nescal.history_[args.warmup]
-    predict = best_times({"nescal": lambda: nescal.predict_proba(X), "ce": lambda: ce.predict_proba(X)}, args.repeats)
-    print(f"data: {args.rows} rows x {args.features} features, {args.classes} classes; "
-          f"default MLP; k={args.neighbors}; NeSCal = default soft target, JS = the "
-          f"paper's penalty ({args.aggregation}); {torch.get_num_threads()} thread(s), "
-          f"{max(args.rounds, 1)} fit(s) of each")
+    predict = best_times(
+        {"nescal": lambda: nescal.predict_proba(X), "ce": lambda: ce.predict_proba(X)}, args.repeats
+    )
+    print(
+        f"data: {args.rows} rows x {args.features} features, {args.classes} classes; "
+        f"default MLP; k={args.neighbors}; NeSCal = default soft target, JS = the "
+        f"paper's penalty ({args.aggregation}); {torch.get_num_threads()} thread(s), "
+        f"{max(args.rounds, 1)} fit(s) of each"
+    )
     print(f"{'measure':42s} {'NeSCal':>10s} {'CE':>10s} {'ratio':>7s}")
     rows = [
         ("fastest epoch s after warm-up (default)", fastest["nescal"], fastest["ce"]),
@@ -193,8 +239,10 @@ def main(argv=None) -> int:
     ]
     for name, a, b in rows:
         print(f"{name:42s} {a:10.4g} {b:10.4g} {a / b:7.3f}")
-    print(f"graph build (epoch {args.warmup + 1}): {graph_row['graph_seconds']:.3f} s "
-          f"= {graph_row['graph_seconds'] / fastest['ce']:.2f} CE epochs")
+    print(
+        f"graph build (epoch {args.warmup + 1}): {graph_row['graph_seconds']:.3f} s "
+        f"= {graph_row['graph_seconds'] / fastest['ce']:.2f} CE epochs"
+    )
     return 0
 
 

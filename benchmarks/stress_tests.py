@@ -34,16 +34,22 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from nescal_bench import load_config, results_frame
-from nescal_bench._stats import average_ranks, paired_comparison, unit_table
+from nescal_bench import (
+    average_ranks,
+    load_config,
+    paired_comparison,
+    results_frame,
+    unit_table,
+)
 from nescal_bench.studies import markdown_table, median, run_configs
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "benchmarks" / "configs" / "stress_tests.json"
 #: The metrics of the corruption tables and figures, and of the OOD table.
 SHIFT_METRICS = ("nll", "ece", "accuracy")
-OOD_COLUMNS = ("auroc", "aupr_in", "aupr_out", "fpr95", "msp_auroc", "msp_aupr_in",
-               "msp_aupr_out", "msp_fpr95", "max_proba")  # fmt: skip
+# A data table: metric names wrapped at 100 columns, not one per line (fmt: skip).
+OOD_COLUMNS = ("auroc", "aupr_in", "aupr_out", "fpr95", "msp_auroc", "msp_aupr_in", "msp_aupr_out",
+               "msp_fpr95", "max_proba")  # fmt: skip
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -78,13 +84,20 @@ def complete(means, methods, conditions, stage: str, metric: str) -> dict:
 
 
 def _fmt(value: float, metric: str) -> str:
-    return "–" if np.isnan(value) else f"{100 * value:.1f}" if metric == "accuracy" else f"{value:.4f}"
+    return (
+        "–" if np.isnan(value) else f"{100 * value:.1f}" if metric == "accuracy" else f"{value:.4f}"
+    )
 
 
 def family_tables(frame, means, families, stages) -> list[str]:
     """Per family: method × stage × metric rows; clean, each severity, the mean over them."""
-    lines = ["## Corruptions, per severity", "", "Median over datasets of the seed-mean metric "
-             "(accuracy in %); `mean` is the median over datasets of the mean over the severities.", ""]  # fmt: skip
+    lines = [
+        "## Corruptions, per severity",
+        "",
+        "Median over datasets of the seed-mean metric "
+        "(accuracy in %); `mean` is the median over datasets of the mean over the severities.",
+        "",
+    ]
     conditions = frame.attrs["conditions"]
     methods = sorted(frame["method"].unique())
     for family, names in families.items():
@@ -101,7 +114,14 @@ def family_tables(frame, means, families, stages) -> list[str]:
                     table = complete(means, methods, columns, stage, metric)[method]
                     cells = [*table.median(), median(table[names].mean(axis=1))]
                     rows.append([method, label, metric, *(_fmt(v, metric) for v in cells)])
-        header = ["method", "stage", "metric", "clean", *(f"s{conditions[c].severity}" for c in names), "mean"]
+        header = [
+            "method",
+            "stage",
+            "metric",
+            "clean",
+            *(f"s{conditions[c].severity}" for c in names),
+            "mean",
+        ]
         lines += [markdown_table(header, rows), ""]
     return lines
 
@@ -119,16 +139,33 @@ def summary_table(frame, families, stages) -> list[str]:
             cells = []
             for metric in SHIFT_METRICS:
                 per: dict[str, dict] = {}
-                for unit, value in unit_table(frame, ["clean", *names], stage, metric).dropna()[method].items():
+                for unit, value in (
+                    unit_table(frame, ["clean", *names], stage, metric).dropna()[method].items()
+                ):
                     dataset, condition = unit.split(", ", 1)
                     per.setdefault(dataset, {})[condition] = value
-                pairs = [(d.pop("clean"), np.mean(list(d.values()))) for d in per.values() if "clean" in d and len(d) > 1]
-                cells += [_fmt(median(p[0] for p in pairs), metric), _fmt(median(p[1] for p in pairs), metric)]
+                pairs = [
+                    (d.pop("clean"), np.mean(list(d.values())))
+                    for d in per.values()
+                    if "clean" in d and len(d) > 1
+                ]
+                cells += [
+                    _fmt(median(p[0] for p in pairs), metric),
+                    _fmt(median(p[1] for p in pairs), metric),
+                ]
             rows.append([method, label, *cells])
-    header = ["method", "stage", *(f"{m} {w}" for m in SHIFT_METRICS for w in ("clean", "corrupted"))]
-    return ["## Corruptions, summary", "", "Per dataset the mean over every corruption condition it "
-            "has (all families and severities), then the median over datasets; `clean` the same "
-            "for the test rows.", "", markdown_table(header, rows), ""]  # fmt: skip
+    columns = [f"{m} {w}" for m in SHIFT_METRICS for w in ("clean", "corrupted")]
+    header = ["method", "stage", *columns]
+    return [
+        "## Corruptions, summary",
+        "",
+        "Per dataset the mean over every corruption condition it "
+        "has (all families and severities), then the median over datasets; `clean` the same "
+        "for the test rows.",
+        "",
+        markdown_table(header, rows),
+        "",
+    ]
 
 
 def ood_tables(frame, means, ood, stages) -> list[str]:
@@ -137,17 +174,27 @@ def ood_tables(frame, means, ood, stages) -> list[str]:
     conditions = frame.attrs["conditions"]
     methods = sorted(frame["method"].unique())
     labels = [conditions[ood[0]].metrics[m].label for m in OOD_COLUMNS]
-    lines = ["## Out-of-distribution detection", "", "Median over datasets; the unprefixed scores "
-             "rank rows by predictive entropy, `MSP` by the largest probability; `max-probability` "
-             "is the mean largest probability on the out-of-distribution rows.", ""]  # fmt: skip
+    lines = [
+        "## Out-of-distribution detection",
+        "",
+        "Median over datasets; the unprefixed scores "
+        "rank rows by predictive entropy, `MSP` by the largest probability; `max-probability` "
+        "is the mean largest probability on the out-of-distribution rows.",
+        "",
+    ]
     for name in ood:
         n = len(next(iter(complete(means, methods, [name], "raw", "auroc").values())))
         lines += [f"### `{name}` ({conditions[name].kind}), {n} datasets", ""]
         if n == 0:
             lines += ["No dataset has this set for every method.", ""]
             continue
-        rows = [[method, label, *(f"{median(complete(means, methods, [name], stage, m)[method][name]):.4f}" for m in OOD_COLUMNS)]
-                for method in methods for stage, label in stages]  # fmt: skip
+        rows = []
+        for method in methods:
+            for stage, label in stages:
+                values = [
+                    complete(means, methods, [name], stage, m)[method][name] for m in OOD_COLUMNS
+                ]
+                rows.append([method, label, *(f"{median(v):.4f}" for v in values)])
         lines += [markdown_table(["method", "stage", *labels], rows), ""]
     return lines
 
@@ -161,7 +208,9 @@ def statistics_tables(frame, families, ood, stages, reference: str) -> list[str]
     conditions = frame.attrs["conditions"]
     scopes = [(f"`{f}`", names, ("nll", "ece")) for f, names in families.items()]
     if len(families) > 1:
-        scopes.append(("all corruptions", [c for n in families.values() for c in n], ("nll", "ece")))
+        scopes.append(
+            ("all corruptions", [c for n in families.values() for c in n], ("nll", "ece"))
+        )
     if ood:
         scopes.append(("all OOD sets", ood, ("auroc", "msp_auroc", "max_proba")))
     rows = []
@@ -172,19 +221,30 @@ def statistics_tables(frame, families, ood, stages, reference: str) -> list[str]
                 table = unit_table(frame, names, stage, metric).reindex(columns=methods)
                 ranks, _ = average_ranks(table, greater_is_better=info.greater_is_better)
                 for method in (m for m in methods if m != reference):
-                    c = paired_comparison(table[method].to_dict(), {reference: table[reference].to_dict()},
-                                          greater_is_better=info.greater_is_better)  # fmt: skip
+                    c = paired_comparison(
+                        table[method].to_dict(),
+                        {reference: table[reference].to_dict()},
+                        greater_is_better=info.greater_is_better,
+                    )
                     if c is not None:
-                        rows.append([scope, info.label, label, method, f"{c.n_better}/{len(c.datasets)}",
-                                     f"{c.median_change:+.2f} %", f"{c.p_value:.3g}",
-                                     *(f"{ranks[m]:.2f}" for m in methods)])  # fmt: skip
-    header = ["scope", "metric", "stage", "method", "better on", "median change", "Wilcoxon p",
-              *(f"rank {m}" for m in methods)]  # fmt: skip
-    return [f"## Paired statistics against `{reference}`", "", "Over (dataset, condition) pairs: "
-            "the pairs where the method is better, the median relative change, the two-sided "
-            "Wilcoxon signed-rank p-value of the changes; average ranks (1 = best) of every method "
-            "over the pairs all of them have. The same, per family: `nescal-bench compare RESULTS "
-            "--condition FAMILY --metric METRIC`.", "", markdown_table(header, rows), ""]  # fmt: skip
+                        better = f"{c.n_better}/{len(c.datasets)}"
+                        cells = [better, f"{c.median_change:+.2f} %", f"{c.p_value:.3g}"]
+                        average = [f"{ranks[m]:.2f}" for m in methods]
+                        rows.append([scope, info.label, label, method, *cells, *average])
+    header = ["scope", "metric", "stage", "method", "better on", "median change", "Wilcoxon p"]
+    header += [f"rank {m}" for m in methods]
+    return [
+        f"## Paired statistics against `{reference}`",
+        "",
+        "Over (dataset, condition) pairs: "
+        "the pairs where the method is better, the median relative change, the two-sided "
+        "Wilcoxon signed-rank p-value of the changes; average ranks (1 = best) of every method "
+        "over the pairs all of them have. The same, per family: `nescal-bench compare RESULTS "
+        "--condition FAMILY --metric METRIC`.",
+        "",
+        markdown_table(header, rows),
+        "",
+    ]
 
 
 def draw(frame, means, families, stages, out: Path) -> list[Path]:
@@ -192,7 +252,9 @@ def draw(frame, means, families, stages, out: Path) -> list[Path]:
 
     written, conditions = [], frame.attrs["conditions"]
     methods = sorted(frame["method"].unique())
-    for metric, title in (("nll", "NLL"), ("ece", "ECE"), ("accuracy", "accuracy")) if families else ():
+    for metric, title in (
+        (("nll", "NLL"), ("ece", "ECE"), ("accuracy", "accuracy")) if families else ()
+    ):
         fig = Figure(figsize=(3.3 * len(families), 3.2))
         axes = fig.subplots(1, len(families), squeeze=False)[0]
         for ax, (family, names) in zip(axes, families.items(), strict=True):
@@ -201,9 +263,15 @@ def draw(frame, means, families, stages, out: Path) -> list[Path]:
                 for (stage, label), style in zip(stages, ("-", "--"), strict=False):
                     table = complete(means, methods, ["clean", *names], stage, metric)[method]
                     if len(table):
-                        ax.plot(severities, table.median(), style, marker="o", ms=3, color=f"C{i}",
-                                label=f"{method} ({label})")  # fmt: skip
-            ax.set(title=f"{family} ({len(table)} datasets)", xlabel="severity (0: clean)", xticks=severities)
+                        line = {"marker": "o", "ms": 3, "color": f"C{i}"}
+                        ax.plot(
+                            severities, table.median(), style, **line, label=f"{method} ({label})"
+                        )
+            ax.set(
+                title=f"{family} ({len(table)} datasets)",
+                xlabel="severity (0: clean)",
+                xticks=severities,
+            )
             ax.tick_params(labelsize=8)
         axes[0].set_ylabel(f"test {title}, median over datasets")
         axes[-1].legend(fontsize=7)
@@ -223,8 +291,11 @@ def main(argv=None) -> int:
     if frame.empty:
         print(f"no records in {outputs}", file=sys.stderr)
         return 1
-    stages = [("raw", "raw")] + ([(args.calibrator, "TS" if args.calibrator == "temperature" else args.calibrator)]
-                                 if args.calibrator in frame.attrs["stages"] else [])  # fmt: skip
+    stages = [("raw", "raw")] + (
+        [(args.calibrator, "TS" if args.calibrator == "temperature" else args.calibrator)]
+        if args.calibrator in frame.attrs["stages"]
+        else []
+    )
     families: dict[str, list[str]] = {}
     for name, condition in frame.attrs["conditions"].items():
         if hasattr(condition, "family"):
@@ -234,12 +305,16 @@ def main(argv=None) -> int:
     out = args.out or Path(configs[0].output) / "stress_tests"
     out.mkdir(parents=True, exist_ok=True)
     lines = [
-        f"# Stress tests: {', '.join(outputs)}", "",
+        f"# Stress tests: {', '.join(outputs)}",
+        "",
         f"{frame['dataset'].nunique()} datasets, methods {sorted(frame['method'].unique())}, confirm seeds "
-        f"{frame.attrs['seeds']}; TS = `{args.calibrator}` fitted on the clean validation rows.", "",
-        *family_tables(frame, means, families, stages), *summary_table(frame, families, stages),
-        *ood_tables(frame, means, ood, stages), *statistics_tables(frame, families, ood, stages, args.reference),
-    ]  # fmt: skip
+        f"{frame.attrs['seeds']}; TS = `{args.calibrator}` fitted on the clean validation rows.",
+        "",
+        *family_tables(frame, means, families, stages),
+        *summary_table(frame, families, stages),
+        *ood_tables(frame, means, ood, stages),
+        *statistics_tables(frame, families, ood, stages, args.reference),
+    ]
     text = "\n".join(lines)
     (out / "stress_tests.md").write_text(text + "\n")
     for path in [out / "stress_tests.md", *draw(frame, means, families, stages, out)]:

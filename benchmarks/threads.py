@@ -58,8 +58,14 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def _model(n_threads, epochs: int) -> NeSCalClassifier:
-    return NeSCalClassifier(loss="ce", early_stopping=False, max_epochs=epochs, lr=1e-3, n_threads=n_threads,
-                            random_state=0)  # fmt: skip
+    return NeSCalClassifier(
+        loss="ce",
+        early_stopping=False,
+        max_epochs=epochs,
+        lr=1e-3,
+        n_threads=n_threads,
+        random_state=0,
+    )
 
 
 def alone(n_threads, X, y, args) -> float:
@@ -78,7 +84,9 @@ def side_by_side(n_threads, X, y, args) -> float:
 
 
 def grid_search(n_threads, X, y, args) -> float:
-    search = GridSearchCV(_model(n_threads, args.epochs), {"lr": [1e-3, 3e-3]}, cv=2, n_jobs=args.jobs)
+    search = GridSearchCV(
+        _model(n_threads, args.epochs), {"lr": [1e-3, 3e-3]}, cv=2, n_jobs=args.jobs
+    )
     start = time.perf_counter()
     search.fit(X, y)
     return time.perf_counter() - start
@@ -89,11 +97,18 @@ SETTINGS = {"alone": alone, "side by side": side_by_side, "grid search": grid_se
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    X, y = make_classification(n_samples=args.rows, n_features=args.features, n_informative=args.features // 2,
-                               n_classes=3, random_state=0)  # fmt: skip
+    X, y = make_classification(
+        n_samples=args.rows,
+        n_features=args.features,
+        n_informative=args.features // 2,
+        n_classes=3,
+        random_state=0,
+    )
     X = X.astype(np.float32)
-    print(f"{args.rows} rows x {args.features} features, {args.epochs} CE epochs, "
-          f"{os.cpu_count()} cores, {args.jobs} jobs side by side, best of {args.rounds} rounds")
+    print(
+        f"{args.rows} rows x {args.features} features, {args.epochs} CE epochs, "
+        f"{os.cpu_count()} cores, {args.jobs} jobs side by side, best of {args.rounds} rounds"
+    )
     # An untimed warm-up of every setting: imports, torch's first calls, loky's workers.
     warm = argparse.Namespace(**{**vars(args), "epochs": 1})
     for run in SETTINGS.values():

@@ -28,8 +28,6 @@ from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-__all__ = ["LightGBMClassifier", "ProbmetricsCalibrator", "calibrator_summary"]
-
 #: How to install the optional packages of the benchmark.
 INSTALL_HINT = 'pip install -e ".[bench]"'
 
@@ -157,9 +155,19 @@ class LightGBMClassifier(ClassifierMixin, BaseEstimator):
         "random_state": ["random_state"],
     }
 
-    def __init__(self, *, n_estimators: int = 1000, learning_rate: float = 0.05, num_leaves: int = 31,
-                 min_child_samples: int = 20, subsample: float = 1.0, colsample_bytree: float = 1.0,
-                 early_stopping_rounds: int | None = 50, n_threads: int | None = None, random_state=None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        *,
+        n_estimators: int = 1000,
+        learning_rate: float = 0.05,
+        num_leaves: int = 31,
+        min_child_samples: int = 20,
+        subsample: float = 1.0,
+        colsample_bytree: float = 1.0,
+        early_stopping_rounds: int | None = 50,
+        n_threads: int | None = None,
+        random_state=None,
+    ) -> None:
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.num_leaves = num_leaves
@@ -219,16 +227,24 @@ class LightGBMClassifier(ClassifierMixin, BaseEstimator):
         if sample_weight is not None:
             sample_weight = _check_sample_weight(sample_weight, X, ensure_non_negative=True)
         metric = "binary_logloss" if len(self.classes_) == 2 else "multi_logloss"
-        same = ("n_estimators", "learning_rate", "num_leaves", "min_child_samples", "subsample", "colsample_bytree",
-                "random_state")  # fmt: skip
-        model = lightgbm.LGBMClassifier(**{name: getattr(self, name) for name in same},
-                                        subsample_freq=1 if self.subsample < 1 else 0, metric=metric, verbose=-1,
-                                        n_jobs=1 if self.n_threads is None else self.n_threads)  # fmt: skip
+        own = ("early_stopping_rounds", "n_threads")  # the others are LightGBM's, same names
+        same = {k: v for k, v in self.get_params().items() if k not in own}
+        model = lightgbm.LGBMClassifier(
+            **same,
+            subsample_freq=1 if self.subsample < 1 else 0,
+            metric=metric,
+            verbose=-1,
+            n_jobs=1 if self.n_threads is None else self.n_threads,
+        )
         stops = X_val is not None and self.early_stopping_rounds is not None
         fit_params: dict = {"sample_weight": sample_weight}
         if stops:
             X_val = validate_data(self, X_val, reset=False, ensure_all_finite="allow-nan")
-            y_val = _encode(self.classes_, y_val, "y_val has labels {} that are not in y; the classes of y are {}")
+            y_val = _encode(
+                self.classes_,
+                y_val,
+                "y_val has labels {} that are not in y; the classes of y are {}",
+            )
             # lightgbm >= 4.7 deprecates eval_set for eval_X / eval_y.
             if "eval_X" in inspect.signature(lightgbm.LGBMModel.fit).parameters:
                 fit_params.update(eval_X=(X_val,), eval_y=(y_val,))
@@ -263,7 +279,9 @@ class LightGBMClassifier(ClassifierMixin, BaseEstimator):
         """
         check_is_fitted(self, "booster_")
         X = validate_data(self, X, reset=False, ensure_all_finite="allow-nan")
-        proba = np.asarray(self.booster_.predict(X, num_iteration=self.best_iteration_), dtype=np.float64)
+        proba = np.asarray(
+            self.booster_.predict(X, num_iteration=self.best_iteration_), dtype=np.float64
+        )
         if proba.ndim == 1:  # binary: the probability of the second class
             proba = np.column_stack([1.0 - proba, proba])
         return proba
@@ -384,7 +402,9 @@ class ProbmetricsCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         self._validate_params()
         calibrators = _import_probmetrics_calibrators()
         classes = np.asarray(self.estimator.classes_)
-        encoded = _encode(classes, y, "y has labels {} that the estimator was not fitted on; its classes are {}")
+        encoded = _encode(
+            classes, y, "y has labels {} that the estimator was not fitted on; its classes are {}"
+        )
         proba = _probabilities(self.estimator.predict_proba(X))
         calibrator = calibrators.get_calibrator(self.method)
         self.calibrator_ = calibrator.fit(proba, encoded.astype(np.int64))

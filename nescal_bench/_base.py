@@ -13,18 +13,6 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, TypeAdapter, ValidationError
 
-__all__ = [
-    "BenchmarkWarning",
-    "ConfigError",
-    "ConfigWarning",
-    "Name",
-    "RunError",
-    "check_name",
-    "dotted",
-    "parse",
-    "show",
-]
-
 
 class ConfigError(ValueError):
     """An invalid benchmark configuration; ``path`` is the bad key (``""`` for the file).
@@ -37,7 +25,7 @@ class ConfigError(ValueError):
     """
 
     def __init__(self, path: str, message: str) -> None:
-        self.path = path
+        self.path, self.message = path, message
         super().__init__(f"{path}: {message}" if path else message)
 
 
@@ -111,9 +99,11 @@ def dotted(loc: tuple) -> str:
     return out
 
 
-def parse(kind: Any, value: Any, path: str = "", error: type = ConfigError) -> Any:
-    """``value`` validated as ``kind`` (a pydantic type); at the first problem, ``error``
-    with its path under ``path`` and what was wrong.
+def parse(
+    kind: Any, value: Any, path: str = "", error: type = ConfigError, context: dict | None = None
+) -> Any:
+    """``value`` validated as ``kind`` (a pydantic type, its validators given ``context``);
+    at the first problem, ``error`` with its path under ``path`` and what was wrong.
 
     Examples
     --------
@@ -125,11 +115,14 @@ def parse(kind: Any, value: Any, path: str = "", error: type = ConfigError) -> A
     nescal_bench._base.ConfigError: confirm_seeds[1]: input should be greater than or equal to 0, got -1
     """
     try:
-        return TypeAdapter(kind).validate_python(value)
+        return TypeAdapter(kind).validate_python(value, context=context)
     except ValidationError as exc:
         problem = exc.errors(include_url=False)[0]
         where = dotted((path, *problem["loc"]) if path else problem["loc"])
         message = _PLAIN.get(problem["type"])
+        cause = problem.get("ctx", {}).get("error")
+        if isinstance(cause, ConfigError):  # a model validator's own key, under the model's
+            where, message = ".".join(p for p in (where, cause.path) if p), cause.message
         if message is None:
             text = problem["msg"].removeprefix("Value error, ")
             if problem["type"] != "value_error":  # pydantic's own: say what was found

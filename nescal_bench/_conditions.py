@@ -44,32 +44,8 @@ import numpy as np
 from pydantic import AfterValidator, ConfigDict, Field, Strict, StrictInt
 
 from ._base import ConfigError, Name, parse, show
-from ._data import ColumnLayout, Split
+from ._data import Split
 from ._registry import METRICS, OOD_METRICS, Metric, label_metrics, ood_metrics
-
-__all__ = [
-    "CLEAN",
-    "CONDITIONS",
-    "CategorySwap",
-    "Condition",
-    "ConditionContext",
-    "ConditionSkipped",
-    "Corruption",
-    "FeatureNoise",
-    "ForeignRows",
-    "GaussianNoise",
-    "HeldOutClass",
-    "MissingEntries",
-    "MissingValues",
-    "OODCondition",
-    "PCShift",
-    "ScaleDrift",
-    "ScaledRows",
-    "ShiftCondition",
-    "ShuffledColumns",
-    "condition_rng",
-    "parse_conditions",
-]
 
 #: Name of the unmodified test rows (``record["test"]``), which no condition may take.
 CLEAN = "clean"
@@ -127,7 +103,7 @@ class ConditionContext:
     >>> from nescal_bench._conditions import ConditionContext
     >>> X = np.random.default_rng(0).normal(size=(200, 3)) * [1.0, 1.0, 0.1]
     >>> context = ConditionContext(stratified_split(X, np.arange(200) % 2, seed=0))
-    >>> context.layout.numeric.tolist(), context.train_sd.round(3).tolist()
+    >>> context.numeric.tolist(), context.train_sd.round(3).tolist()
     ([0, 1, 2], [1.0, 1.0, 1.0])
     """
 
@@ -140,10 +116,24 @@ class ConditionContext:
         return self.split.X_test
 
     @cached_property
-    def layout(self) -> ColumnLayout:
-        """The split's column layout (every column numeric when it has none)."""
+    def numeric(self) -> np.ndarray:
+        """Positions of the numeric columns (every column, for a split without a layout)."""
         layout = self.split.layout
-        return ColumnLayout.all_numeric(self.split.X_train.shape[1]) if layout is None else layout
+        if layout is None:
+            return np.arange(self.split.X_train.shape[1])
+        return np.asarray(layout.numeric, dtype=int)
+
+    @cached_property
+    def groups(self) -> tuple[np.ndarray, ...]:
+        """Positions of the one-hot columns of each categorical feature."""
+        layout = self.split.layout
+        return () if layout is None else tuple(np.asarray(g, dtype=int) for g in layout.groups)
+
+    @cached_property
+    def imputed_row(self) -> np.ndarray:
+        """What a missing value becomes in each column (see :class:`~._data.Split`)."""
+        row = self.split.imputed_row
+        return np.zeros(self.split.X_train.shape[1]) if row is None else row
 
     @cached_property
     def train_mean(self) -> np.ndarray:
@@ -160,7 +150,7 @@ class ConditionContext:
         """The first principal direction of the training rows' numeric columns (unit
         vector, sign fixed so that its largest entry is positive) and the standard
         deviation of the training rows along it."""
-        numeric = self.layout.numeric
+        numeric = self.numeric
         X = self.split.X_train[:, numeric].astype(np.float64) - self.train_mean[numeric]
         values, vectors = np.linalg.eigh(X.T @ X / len(X))
         direction = vectors[:, -1]
@@ -304,7 +294,9 @@ class ShuffledColumns(OODCondition):
     kind: ClassVar[str] = "shuffled_columns"
 
     def rows(self, X_test, rng):
-        return np.column_stack([rng.permutation(column) for column in X_test.T]).astype(X_test.dtype)
+        return np.column_stack([rng.permutation(column) for column in X_test.T]).astype(
+            X_test.dtype
+        )
 
 
 @dataclass(frozen=True)
@@ -320,7 +312,7 @@ class ScaledRows(OODCondition):
 
 
 def _numeric(context: ConditionContext) -> np.ndarray:
-    numeric = context.layout.numeric
+    numeric = context.numeric
     if not len(numeric):
         raise ConditionSkipped("the dataset has no numeric features")
     return numeric
@@ -413,10 +405,10 @@ class MissingValues(Corruption):
     and feature, drawn once per family) is below the severity's share ``q``. The rows are
     not sent through the fitted preprocessing again: the imputed value is written in the
     preprocessed matrix directly, which gives the same matrix. A missing numeric entry
-    becomes its :class:`~._data.ColumnLayout` ``numeric_fill``, the standardised training
-    median (the tabular preprocessor imputes the median before scaling; the training mean
-    0 for a plain array, which has no imputer); a missing categorical value becomes the
-    one-hot of the most frequent training category (the preprocessor's imputer).
+    becomes the split's ``imputed_row`` there, the standardised training median (the
+    tabular preprocessor imputes the median before scaling; the training mean 0 for a
+    plain array and a frame of numeric columns only); a missing categorical value becomes
+    the one-hot of the most frequent training category (the preprocessor's imputer).
 
     ========  ====  ====  ====  ====  ====
     severity  1     2     3     4     5
@@ -429,20 +421,13 @@ class MissingValues(Corruption):
     SCALES: ClassVar[tuple] = (0.1, 0.2, 0.35, 0.5, 0.7)
 
     def corrupt(self, context, rng):
-        layout = context.layout
-        X = context.X_test
-        n_numeric = len(layout.numeric)
-        missing = rng.random((len(X), n_numeric + len(layout.groups))) < self.scale
+        X, numeric, groups = context.X_test, context.numeric, context.groups
+        fill = context.imputed_row.astype(X.dtype)
+        missing = rng.random((len(X), len(numeric) + len(groups))) < self.scale
         out = X.copy()
-        if n_numeric:
-            fill = layout.numeric_fill.astype(X.dtype)
-            out[:, layout.numeric] = np.where(missing[:, :n_numeric], fill, X[:, layout.numeric])
-        for g, (group, filled) in enumerate(zip(layout.groups, layout.group_fill, strict=True)):
-            rows = np.flatnonzero(missing[:, n_numeric + g])
-            one_hot = np.zeros(len(group), dtype=X.dtype)
-            if filled >= 0:
-                one_hot[filled] = 1
-            out[np.ix_(rows, group)] = one_hot
+        out[:, numeric] = np.where(missing[:, : len(numeric)], fill[numeric], X[:, numeric])
+        for g, group in enumerate(groups):
+            out[np.ix_(np.flatnonzero(missing[:, len(numeric) + g]), group)] = fill[group]
         return out
 
 
@@ -504,7 +489,7 @@ class CategorySwap(Corruption):
     SCALES: ClassVar[tuple] = (0.1, 0.25, 0.4, 0.6, 0.8)
 
     def corrupt(self, context, rng):
-        groups = context.layout.groups
+        groups = context.groups
         if not groups:
             raise ConditionSkipped("the dataset has no categorical features")
         X = context.X_test
@@ -556,6 +541,8 @@ class PCShift(Corruption):
         moved = X[:, numeric] + direction * self.scale * sd * vector
         out[:, numeric] = moved.astype(X.dtype)
         return out
+
+
 #: The local datasets :class:`ForeignRows` draws from by default, in order of preference:
 #: 16, 57, 784 and 784 numeric columns.
 FOREIGN_DATASETS = ("letter", "spambase", "mnist_784_5k", "fashion-mnist")
@@ -607,7 +594,7 @@ class ForeignRows(OODCondition):
 
     def source(self, context: ConditionContext) -> str:
         """The dataset the rows come from; :class:`ConditionSkipped` when none fits."""
-        d = len(context.layout.numeric)
+        d = len(context.numeric)
         if d == 0:
             raise ConditionSkipped("the dataset has no numeric features")
         for name in self.datasets:
@@ -619,7 +606,7 @@ class ForeignRows(OODCondition):
         )
 
     def apply(self, context, rng):
-        numeric = context.layout.numeric
+        numeric = context.numeric
         frame = _numeric_frame(self.source(context), context.data_dir)
         n, d, total = len(context.X_test), len(numeric), frame.shape[1]
         rows = rng.choice(len(frame), size=n, replace=len(frame) < n)
@@ -662,25 +649,37 @@ class HeldOutClass(OODCondition):
         """The held-out label; :class:`ConditionSkipped` with fewer than 3 classes."""
         labels, counts = np.unique(split.y_train, return_counts=True)
         if len(labels) < 3:
-            raise ConditionSkipped(f"{len(labels)} classes: holding one out would leave fewer than 2")
+            raise ConditionSkipped(
+                f"{len(labels)} classes: holding one out would leave fewer than 2"
+            )
         return labels[np.argmax(counts)]
 
     def refit_split(self, split: Split) -> Split:
         """The split without the held-out class (training, validation and test rows)."""
         label = self.held_out(split)
         train, val, test = split.y_train != label, split.y_val != label, split.y_test != label
-        return Split(split.X_train[train], split.y_train[train], split.X_val[val], split.y_val[val],
-                     split.X_test[test], split.y_test[test], split.classes[split.classes != label], split.layout)
+        return replace(
+            split,
+            X_train=split.X_train[train],
+            y_train=split.y_train[train],
+            X_val=split.X_val[val],
+            y_val=split.y_val[val],
+            X_test=split.X_test[test],
+            y_test=split.y_test[test],
+            classes=split.classes[split.classes != label],
+        )
 
     def apply(self, context, rng):
         """The test rows of the held-out class."""
         return context.X_test[context.split.y_test == self.held_out(context.split)]
 
+
 #: Configuration ``kind`` of a condition -> its class.
+# A data table: the classes wrapped at 100 columns, not one per line (fmt: skip).
 CONDITIONS: dict[str, type[Condition]] = {
     cls.kind: cls
-    for cls in (GaussianNoise, MissingEntries, ShuffledColumns, ScaledRows, FeatureNoise, MissingValues,
-                ScaleDrift, CategorySwap, PCShift, ForeignRows, HeldOutClass)
+    for cls in (GaussianNoise, MissingEntries, ShuffledColumns, ScaledRows, FeatureNoise,
+                MissingValues, ScaleDrift, CategorySwap, PCShift, ForeignRows, HeldOutClass)
 }  # fmt: skip
 
 
@@ -716,7 +715,8 @@ def parse_conditions(value: Any) -> tuple[Condition, ...]:
     for i, entry in enumerate(parse(list[dict[str, Any]], value, "conditions")):
         if entry.get("kind") not in CONDITIONS:
             raise ConfigError(
-                f"conditions[{i}].kind", f"expected one of {list(CONDITIONS)}, got {show(entry.get('kind'))}"
+                f"conditions[{i}].kind",
+                f"expected one of {list(CONDITIONS)}, got {show(entry.get('kind'))}",
             )
         for item in _entries(i, entry):
             condition = parse(CONDITIONS[entry["kind"]], {"name": "_", **item}, f"conditions[{i}]")
@@ -724,7 +724,8 @@ def parse_conditions(value: Any) -> tuple[Condition, ...]:
                 condition = replace(condition, name=condition.default_name())
             if condition.name == CLEAN:
                 raise ConfigError(
-                    f"conditions[{i}].name", f"{CLEAN!r} names the unmodified test rows; pick another"
+                    f"conditions[{i}].name",
+                    f"{CLEAN!r} names the unmodified test rows; pick another",
                 )
             if condition.name in found:
                 raise ConfigError(

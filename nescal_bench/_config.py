@@ -9,7 +9,8 @@ neural method needs) is checked after, with the same kind of message.
 
 A configuration is code: ``run`` imports the import paths it names. ``validate``
 imports only those of this package, the library, scikit-learn and the ``bench`` extra
-(:data:`~._methods.TRUSTED`) and lists the others (:attr:`BenchmarkConfig.deferred`).
+(:func:`~._methods.trusted`), in ``params`` and in ``grid`` values, and lists the
+others (:attr:`BenchmarkConfig.deferred`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -34,9 +34,11 @@ from pydantic import (
     model_validator,
 )
 
+from nescal_sklearn.exceptions import ParameterError
+
 from ._base import ConfigError, ConfigWarning, Name, check_name, parse, show
 from ._conditions import Condition, parse_conditions
-from ._methods import FIT_ON, METHOD_KINDS, TRUSTED, ClassifierMethod, LossMethod, MethodSpec
+from ._methods import FIT_ON, METHOD_KINDS, ClassifierMethod, LossMethod, MethodSpec, trusted
 from ._registry import CALIBRATORS, METRICS
 from ._sources import (
     SKLEARN_DATASETS,
@@ -48,8 +50,6 @@ from ._sources import (
     LocalSource,
     data_dir,
 )
-
-__all__ = ["BenchmarkConfig", "check_output_path", "load_config", "validate_config"]
 
 
 def _distinct(values: list) -> list:
@@ -99,8 +99,10 @@ class Splits(_Model):
     def _sums_to_one(self) -> Splits:
         total = self.train + self.validation + self.test
         if not math.isclose(total, 1.0, abs_tol=1e-9):
-            raise ValueError(f"expected train + validation + test == 1, got {self.train:g} + "
-                             f"{self.validation:g} + {self.test:g} = {total:g}")  # fmt: skip
+            raise ValueError(
+                f"expected train + validation + test == 1, got {self.train:g} + "
+                f"{self.validation:g} + {self.test:g} = {total:g}"
+            )
         return self
 
 
@@ -186,10 +188,14 @@ class DatasetEntry(_Model):
     def _one_source(self) -> DatasetEntry:
         given = [key for key in (*SOURCES, "suite") if getattr(self, key) is not None]
         if len(given) != 1:
-            raise ValueError(f"expected an object with exactly one of the keys {[*SOURCES, 'suite']} (and "
-                             f"optionally 'imbalance'), got {show(self.model_dump(exclude_none=True))}")  # fmt: skip
+            raise ValueError(
+                f"expected an object with exactly one of the keys {[*SOURCES, 'suite']} (and "
+                f"optionally 'imbalance'), got {show(self.model_dump(exclude_none=True))}"
+            )
         if self.imbalance is not None and given[0] not in ("local", "sklearn", "suite"):
-            raise ValueError(f"only local and scikit-learn datasets can be made imbalanced; got {given[0]!r}")
+            raise ValueError(
+                f"only local and scikit-learn datasets can be made imbalanced; got {given[0]!r}"
+            )
         return self
 
     def sources(self) -> list[DatasetSource]:
@@ -217,14 +223,23 @@ class MethodEntry(_Model):
     @model_validator(mode="after")
     def _one_kind(self) -> MethodEntry:
         if (self.loss is None) == (self.estimator is None):
-            raise ValueError("expected an object with exactly one of the keys 'loss' and 'estimator', "
-                             f"got {show(self.model_dump(exclude_defaults=True))}")  # fmt: skip
+            raise ValueError(
+                "expected an object with exactly one of the keys 'loss' and 'estimator', "
+                f"got {show(self.model_dump(exclude_defaults=True))}"
+            )
         for name in sorted(set(self.params) & set(self.grid)):
             raise ValueError(f"{name!r} is given in params and in grid; give it in one place")
         if self.fit_on != "train" and self.grid:
-            raise ValueError(f"a method with fit_on={self.fit_on!r} trains on the validation rows, so no held-out "
-                             "rows are left to choose a grid point on; give it one point (params)")  # fmt: skip
+            raise ValueError(
+                f"a method with fit_on={self.fit_on!r} trains on the validation rows, so no held-out "
+                "rows are left to choose a grid point on; give it one point (params)"
+            )
         return self
+
+    @property
+    def default_name(self) -> str:
+        """Its name: ``name``, else the loss, else the estimator's class name."""
+        return self.name or self.loss or str(self.estimator).rpartition(".")[2]
 
 
 class ConfigFile(_Model):
@@ -249,6 +264,37 @@ class ConfigFile(_Model):
     ] = ["nll", "ece", "brier", "accuracy"]
     selection: StrictStr = "raw"
     report: ReportSettings = ReportSettings()
+
+    @model_validator(mode="after")
+    def _names_and_seeds(self) -> ConfigFile:
+        for i, method in enumerate(self.methods):
+            names = [m.default_name for m in self.methods[:i]]
+            if method.default_name in names:
+                also = f"methods[{names.index(method.default_name)}]"
+                message = f"duplicate method name {method.default_name!r} (also {also})"
+                raise ConfigError(f"methods[{i}].name", f"{message}; give each a 'name'")
+        stages = ["raw"]
+        for i, spec in enumerate(self.calibrators):
+            where = f"calibrators[{i}]" + (".label" if spec.label is not None else "")
+            if spec.stage == "raw":
+                raise ConfigError(where, "'raw' names the uncalibrated model; pick another label")
+            if spec.stage in stages:
+                hint = "" if spec.label is not None else "; give each a 'label'"
+                also = f"calibrators[{stages.index(spec.stage) - 1}]"
+                raise ConfigError(where, f"duplicate calibrator {spec.stage!r} (also {also}){hint}")
+            stages.append(spec.stage)
+        points = [math.prod(len(v) for v in m.grid.values()) for m in self.methods]
+        gridded = [(i, n) for i, n in enumerate(points) if n > 1]
+        if gridded and not self.search_seeds:
+            i, n = gridded[0]
+            message = f"methods[{i}].grid has {n} points, got []"
+            raise ConfigError(
+                "search_seeds", f"expected a non-empty list of ints >= 0 because {message}"
+            )
+        if self.selection not in stages:
+            expected = f"expected one of {stages} (raw, or a configured calibrator)"
+            raise ConfigError("selection", f"{expected}, got {show(self.selection)}")
+        return self
 
 
 @dataclass(frozen=True)
@@ -301,7 +347,7 @@ class BenchmarkConfig:
     def data_context(self, offline: bool = False) -> DataContext:
         """Where the data of this run come from (the local folder made absolute)."""
         folder = os.path.abspath(data_dir(self.data_dir))  # workers may run elsewhere
-        return DataContext(folder, self.openml, self.budget.max_rows, offline)
+        return DataContext(folder, self.openml, max_rows=self.budget.max_rows, offline=offline)
 
     def with_datasets(self, datasets: tuple[DatasetSource, ...]) -> BenchmarkConfig:
         """A copy with another dataset list (OpenML suites expanded into their tasks)."""
@@ -309,14 +355,23 @@ class BenchmarkConfig:
 
     def to_json(self) -> dict:
         """The normalised configuration; ``validate_config(c.to_json())`` gives ``c`` back."""
-        plain = {k: getattr(self, k) for k in ("name", "description", "output", "data_dir", "recipe", "selection")}
-        entries = {k: [e.to_json() for e in getattr(self, k)] for k in ("datasets", "methods", "calibrators", "conditions")}
+        plain = {
+            k: getattr(self, k)
+            for k in ("name", "description", "output", "data_dir", "recipe", "selection")
+        }
+        entries = {
+            k: [e.to_json() for e in getattr(self, k)]
+            for k in ("datasets", "methods", "calibrators", "conditions")
+        }
         return {
-            **plain, **entries, **{k: list(getattr(self, k)) for k in ("search_seeds", "confirm_seeds", "metrics")},
-            "openml": self.openml.model_dump(), "splits": self.splits.model_dump(),
+            **plain,
+            **entries,
+            **{k: list(getattr(self, k)) for k in ("search_seeds", "confirm_seeds", "metrics")},
+            "openml": self.openml.model_dump(),
+            "splits": self.splits.model_dump(),
             "budget": self.budget.model_dump(mode="json", exclude_none=True),
             "report": {**self.report.model_dump(), "controls": list(self.report.controls or ())},
-        }  # fmt: skip
+        }
 
 
 def check_output_path(output: str, data_folder: str | None = None) -> None:
@@ -350,14 +405,22 @@ def check_output_path(output: str, data_folder: str | None = None) -> None:
     while not existing.exists() and existing.parent != existing:
         existing = existing.parent
     if existing != target and not existing.is_dir():
-        raise ConfigError("output", f"{output!r} cannot be created: {str(existing)!r} is in its path, and it is a "
-                                    "file, not a directory")  # fmt: skip
+        raise ConfigError(
+            "output",
+            f"{output!r} cannot be created: {str(existing)!r} is in its path, and it is a "
+            "file, not a directory",
+        )
     if existing.is_dir() and not os.access(existing, os.W_OK | os.X_OK):
-        raise ConfigError("output", f"{output!r} cannot be written: no write permission in {str(existing)!r}")
+        raise ConfigError(
+            "output", f"{output!r} cannot be written: no write permission in {str(existing)!r}"
+        )
     local = data_dir(data_folder)
     if target.resolve() == local.resolve():
-        raise ConfigError("output", f"expected a folder of its own, got the data_dir {str(local)!r} (the local "
-                                    "datasets' folder)")  # fmt: skip
+        raise ConfigError(
+            "output",
+            f"expected a folder of its own, got the data_dir {str(local)!r} (the local "
+            "datasets' folder)",
+        )
 
 
 def _datasets(file: ConfigFile, folder: Path | None) -> tuple[DatasetSource, ...]:
@@ -365,7 +428,9 @@ def _datasets(file: ConfigFile, folder: Path | None) -> tuple[DatasetSource, ...
     for i, entry in enumerate(file.datasets):
         for source in entry.sources():
             local = source.base if isinstance(source, ImbalancedSource) else source
-            problem = local.check_files(folder) if folder and isinstance(local, LocalSource) else None
+            problem = (
+                local.check_files(folder) if folder and isinstance(local, LocalSource) else None
+            )
             if problem is not None:
                 raise ConfigError(f"datasets[{i}].{'suite' if entry.suite else 'local'}", problem)
             if source in out:
@@ -384,16 +449,16 @@ def _method(i: int, entry: MethodEntry, check_params: bool, imports: bool) -> Me
         kind = LossMethod.from_config(f"{path}.loss", ref)
     else:
         kind = ClassifierMethod.from_config(f"{path}.estimator", ref, imports=imports)
-    name = entry.name or kind.default_name
-    params, grid = dict(entry.params), {k: tuple(v) for k, v in entry.grid.items()}
-    foreign = [r for r in kind.imports(params) if r.split(".")[0] not in TRUSTED]
-    if not check_params or (foreign and not imports):
-        return MethodSpec(name, kind, params, grid, fit_on=entry.fit_on)
+    grid = {k: tuple(v) for k, v in entry.grid.items()}
+    name, params = entry.name or kind.default_name, dict(entry.params)
+    spec = MethodSpec(name, kind, params=params, grid=grid, fit_on=entry.fit_on)
+    if not check_params or (not imports and not all(map(trusted, spec.imports()))):
+        return spec  # a saved run's, or a method whose imports are left to run
     targets = {}
     for section in ("params", "grid"):
         for param in getattr(entry, section):
             targets[param] = kind.parameter_target(param, f"{path}.{section}.{param}")
-    return MethodSpec(name, kind, params, grid, targets, fit_on=entry.fit_on)
+    return replace(spec, targets=targets)
 
 
 def _locate(i: int, method: MethodSpec, point: dict, config: BenchmarkConfig, param: str) -> str:
@@ -421,24 +486,29 @@ def _check_methods(config: BenchmarkConfig) -> None:
             try:
                 estimator = config.build(method, point, 0)
             except ConfigError as exc:  # a nested member's path, from the method's params
-                raise ConfigError(f"methods[{i}].params.{exc.path}", str(exc).removeprefix(f"{exc.path}: ")) from None
+                raise ConfigError(
+                    f"methods[{i}].params.{exc.path}", str(exc).removeprefix(f"{exc.path}: ")
+                ) from None
             try:
                 method.kind.check(estimator)
-            except (ValueError, TypeError) as exc:
-                message = str(exc)
-                # the parameter to blame: "The 'lr' parameter of ...", "loss__warmup=5 ...",
-                # "NeSCalLoss: n_neighbors must ..." (a loss's own message)
-                words = re.findall(r"\w+", message)[:3]
-                params = estimator.get_params()
-                param = next((p for w in words for p in (w, f"loss__{w}") if p in params), "")
-                if param == "loss__warmup":  # say where max_epochs comes from
-                    from nescal_sklearn.estimator import get_recipe
+            except ParameterError as exc:
+                raise ConfigError(*_blame(i, method, point, config, estimator, exc)) from None
+            except (ValueError, TypeError) as exc:  # not the library's: the method
+                raise ConfigError(f"methods[{i}]", str(exc)) from None
 
-                    epochs = estimator.max_epochs or get_recipe(estimator.recipe).params["max_epochs"]
-                    where = _locate(i, method, point, config, "max_epochs")
-                    message = message.replace(f"max_epochs={epochs}", f"max_epochs={epochs} ({where})", 1)
-                where = _locate(i, method, point, config, param) if param else f"methods[{i}]"
-                raise ConfigError(where if not where.startswith("recipe") else f"methods[{i}]", message) from None
+
+def _blame(i, method: MethodSpec, point: dict, config, estimator, exc: ParameterError):
+    """``(key, message)``: the configuration key to change for ``exc`` (where its
+    parameter ``exc.param`` is set) and the message; a warm-up after the last epoch also
+    says where ``max_epochs`` comes from."""
+    where, message = _locate(i, method, point, config, exc.param), str(exc)
+    if exc.param == "loss__warmup":
+        from nescal_sklearn.estimator import get_recipe
+
+        epochs = estimator.max_epochs or get_recipe(estimator.recipe).params["max_epochs"]
+        source = _locate(i, method, point, config, "max_epochs")
+        message = message.replace(f"max_epochs={epochs}", f"max_epochs={epochs} ({source})", 1)
+    return (f"methods[{i}]" if where.startswith("recipe") else where), message
 
 
 def _is_control(config: BenchmarkConfig, method: MethodSpec) -> bool:
@@ -452,10 +522,14 @@ def _is_control(config: BenchmarkConfig, method: MethodSpec) -> bool:
     )
 
 
-def _report(config: BenchmarkConfig, settings: ReportSettings, check_params: bool) -> ReportSettings:
+def _report(
+    config: BenchmarkConfig, settings: ReportSettings, check_params: bool
+) -> ReportSettings:
     names = [m.name for m in config.methods]
     given = [("report.baseline", settings.baseline), ("report.reference", settings.reference)]
-    for path, name in given + [(f"report.controls[{j}]", n) for j, n in enumerate(settings.controls or ())]:
+    for path, name in given + [
+        (f"report.controls[{j}]", n) for j, n in enumerate(settings.controls or ())
+    ]:
         if name not in (None, *names):
             raise ConfigError(path, f"expected a method name, one of {names}, got {show(name)}")
     if not check_params:  # a saved run's settings, already resolved
@@ -463,10 +537,15 @@ def _report(config: BenchmarkConfig, settings: ReportSettings, check_params: boo
     controls = settings.controls
     if controls is None:
         controls = tuple(m.name for m in config.methods if _is_control(config, m))
-    baseline = settings.baseline or next((m.name for m in config.methods if m.kind.is_plain_cross_entropy), None)
+    baseline = settings.baseline or next(
+        (m.name for m in config.methods if m.kind.is_plain_cross_entropy), None
+    )
     reference = settings.reference or next(
-        (m.name for m in config.methods if m.kind.uses_neighbours and m.name not in controls), None)  # fmt: skip
-    return settings.model_copy(update={"baseline": baseline, "reference": reference, "controls": controls})
+        (m.name for m in config.methods if m.kind.uses_neighbours and m.name not in controls), None
+    )
+    return settings.model_copy(
+        update={"baseline": baseline, "reference": reference, "controls": controls}
+    )
 
 
 def _check_recipe(recipe: str | None, methods: tuple[MethodSpec, ...], check_params: bool) -> None:
@@ -479,8 +558,11 @@ def _check_recipe(recipe: str | None, methods: tuple[MethodSpec, ...], check_par
 
     neural = [m.name for m in methods if m.kind.uses_budget]
     if recipe is None and neural:
-        raise ConfigError("recipe", "required: name the training recipe of the NeSCalClassifier methods "
-                          f'{neural} (nescal_sklearn.estimator.RECIPES), e.g. "recipe": "{LATEST_RECIPE}"')  # fmt: skip
+        raise ConfigError(
+            "recipe",
+            "required: name the training recipe of the NeSCalClassifier methods "
+            f'{neural} (nescal_sklearn.estimator.RECIPES), e.g. "recipe": "{LATEST_RECIPE}"',
+        )
     if recipe is not None and recipe not in RECIPES:
         raise ConfigError("recipe", f"expected one of {sorted(RECIPES)}, got {show(recipe)}")
 
@@ -513,7 +595,7 @@ def validate_config(
         configuration, which the report and ``compare`` read without importing torch or
         any import path it names; such a configuration cannot plan fits.
     imports : bool, default=True
-        Import the configuration's import paths outside :data:`~._methods.TRUSTED` (what
+        Import the configuration's import paths that :func:`~._methods.trusted` refuses (what
         ``run`` does). False leaves them, and the checks of their methods, to ``run``
         and lists them in ``deferred`` (what ``validate`` does).
 
@@ -545,52 +627,43 @@ def validate_config(
     output = file.output or os.path.join("results", name)
     if check_files:
         check_output_path(output, file.data_dir)
-    methods: list[MethodSpec] = []
-    for i, entry in enumerate(file.methods):
-        method = _method(i, entry, check_params, imports)
-        for j, other in enumerate(methods):
-            if other.name == method.name:
-                raise ConfigError(f"methods[{i}].name",
-                                  f"duplicate method name {method.name!r} (also methods[{j}]); give each a 'name'")
-        methods.append(method)
-    stages: list[str] = ["raw"]
-    for i, spec in enumerate(file.calibrators):
-        where = f"calibrators[{i}]" + (".label" if spec.label is not None else "")
-        if spec.stage == "raw":
-            raise ConfigError(where, "'raw' names the uncalibrated model; pick another label")
-        if spec.stage in stages:
-            hint = "" if spec.label is not None else "; give each a 'label'"
-            also = f"calibrators[{stages.index(spec.stage) - 1}]"
-            raise ConfigError(where, f"duplicate calibrator {spec.stage!r} (also {also}){hint}")
-        stages.append(spec.stage)
-        if check_params:
+    methods = [_method(i, entry, check_params, imports) for i, entry in enumerate(file.methods)]
+    if check_params:
+        for i, spec in enumerate(file.calibrators):
             _check_calibrator(f"calibrators[{i}]", spec)
-    gridded = [(i, m) for i, m in enumerate(methods) if len(m.points()) > 1]
-    if gridded and not file.search_seeds:
-        raise ConfigError("search_seeds", f"expected a non-empty list of ints >= 0 because methods[{gridded[0][0]}]"
-                                          f".grid has {len(gridded[0][1].points())} points, got []")  # fmt: skip
-    if file.selection not in stages:
-        raise ConfigError("selection", f"expected one of {stages} (raw, or a configured calibrator), "
-                                       f"got {show(file.selection)}")  # fmt: skip
+    gridded = any(len(m.points()) > 1 for m in methods)
     _check_recipe(file.recipe, tuple(methods), check_params)
     same = ("splits", "budget", "recipe", "selection", "data_dir", "description")
     listed = ("calibrators", "search_seeds", "confirm_seeds", "metrics")
-    deferred = [(f"methods[{i}]", ref) for i, m in enumerate(methods) if m.targets is None and check_params
-                for ref in m.kind.imports(m.params) if ref.split(".")[0] not in TRUSTED]  # fmt: skip
+    deferred = [
+        (f"methods[{i}]", ref)
+        for i, m in enumerate(methods)
+        if m.targets is None and check_params
+        for ref in m.imports()
+        if not trusted(ref)
+    ]
     config = BenchmarkConfig(
-        name=name, output=output, datasets=_datasets(file, data_dir(file.data_dir) if check_files else None),
-        methods=tuple(methods), conditions=parse_conditions(file.conditions), deferred=tuple(deferred),
-        openml=file.openml or OpenMLSettings(), **{k: getattr(file, k) for k in same},
+        name=name,
+        output=output,
+        datasets=_datasets(file, data_dir(file.data_dir) if check_files else None),
+        methods=tuple(methods),
+        conditions=parse_conditions(file.conditions),
+        deferred=tuple(deferred),
+        openml=file.openml or OpenMLSettings(),
+        **{k: getattr(file, k) for k in same},
         **{k: tuple(getattr(file, k)) for k in listed},
-    )  # fmt: skip
+    )
     if check_params:
         _check_methods(config)
         shared = [seed for seed in file.confirm_seeds if seed in file.search_seeds]
         if shared and gridded:
-            warnings.warn(f"confirm_seeds: {shared} {'is' if len(shared) == 1 else 'are'} also in search_seeds; a "
-                          "gridded method's confirm fit on such a seed is its search fit at the chosen point, which "
-                          "biases the reported result towards that point; keep confirm_seeds apart from search_seeds",
-                          ConfigWarning, stacklevel=2)  # fmt: skip
+            warnings.warn(
+                f"confirm_seeds: {shared} {'is' if len(shared) == 1 else 'are'} also in search_seeds; a "
+                "gridded method's confirm fit on such a seed is its search fit at the chosen point, which "
+                "biases the reported result towards that point; keep confirm_seeds apart from search_seeds",
+                ConfigWarning,
+                stacklevel=2,
+            )
     return replace(config, report=_report(config, file.report, check_params))
 
 
@@ -620,7 +693,8 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict:
     for key, _ in pairs:
         if key in seen:
             raise ConfigError(
-                key, "given more than once in the same object; JSON keeps only the last value, so give it once"
+                key,
+                "given more than once in the same object; JSON keeps only the last value, so give it once",
             )
         seen.add(key)
     return dict(pairs)
@@ -647,6 +721,7 @@ def load_config(path: str | os.PathLike, *, imports: bool = True) -> BenchmarkCo
     try:
         data = json.loads(text, object_pairs_hook=_no_duplicate_keys)
     except json.JSONDecodeError as exc:
-        raise ConfigError("", f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+        raise ConfigError(
+            "", f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        ) from None
     return validate_config(data, default_name=path.stem, imports=imports)
-

@@ -13,18 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.model_selection import train_test_split
 
-__all__ = [
-    "MIN_ROWS_PER_CLASS",
-    "SUBSAMPLE_SEED",
-    "ColumnLayout",
-    "Split",
-    "cap_rows",
-    "make_imbalanced",
-    "preprocess_split",
-    "stratified_split",
-    "take_rows",
-    "top_up_rare_classes",
-]
+from nescal_sklearn.preprocessing import ColumnLayout
 
 #: Seed of the stratified subsample taken when a dataset has more than ``max_rows`` rows,
 #: and of :func:`make_imbalanced`.
@@ -35,80 +24,15 @@ SUBSAMPLE_SEED = 0
 MIN_ROWS_PER_CLASS = 3
 
 
-def _is_missing(value) -> bool:
-    return value is None or (isinstance(value, float) and np.isnan(value))
-
-
-@dataclass(frozen=True)
-class ColumnLayout:
-    """What the columns of a preprocessed matrix are, and what the pipeline imputes.
-
-    Attributes
-    ----------
-    numeric : ndarray of int
-        Positions of the numeric (imputed, then standardised) columns.
-    numeric_fill : ndarray of float
-        For each of them, the preprocessed value of a missing entry: the training median
-        standardised (:func:`~nescal_sklearn.make_tabular_preprocessor` imputes the
-        median); 0, the training mean, for a plain array, which is only standardised.
-    groups : tuple of ndarray of int
-        Positions of the one-hot columns of each categorical feature, one array per
-        feature (its training categories, and an infrequent bucket where one exists).
-    group_fill : tuple of int
-        For each group, the column set to 1 for a missing value (the most frequent
-        training category, which the pipeline imputes); -1 when none is.
-
-    Examples
-    --------
-    >>> from nescal_bench._data import ColumnLayout
-    >>> layout = ColumnLayout.all_numeric(3)
-    >>> layout.numeric.tolist(), layout.numeric_fill.tolist(), layout.groups
-    ([0, 1, 2], [0.0, 0.0, 0.0], ())
-    """
-
-    numeric: np.ndarray
-    numeric_fill: np.ndarray
-    groups: tuple[np.ndarray, ...] = ()
-    group_fill: tuple[int, ...] = ()
-
-    @classmethod
-    def all_numeric(cls, n_features: int) -> ColumnLayout:
-        """Every column numeric and standardised, a missing entry at the training mean 0."""
-        return cls(np.arange(n_features), np.zeros(n_features))
-
-    @classmethod
-    def of_preprocessor(cls, preprocess, n_features: int) -> ColumnLayout:
-        """The layout of a fitted :func:`~nescal_sklearn.make_tabular_preprocessor` (or of
-        any other fitted transformer: then every column counts as numeric, imputed at 0)."""
-        declared = getattr(preprocess, "column_layout_", None)  # the library's layout
-        if declared is None or declared.n_features != n_features:
-            return cls.all_numeric(n_features)
-        numeric = np.asarray(declared.numeric, dtype=int)
-        numeric_fill = np.zeros(len(numeric))
-        if len(numeric):
-            steps = preprocess.named_transformers_["numeric"]
-            medians = steps[-2].statistics_
-            kept = medians[~np.isnan(medians)]  # all-missing training columns are dropped
-            numeric_fill = steps[-1].transform(kept[None, :])[0].astype(np.float64)
-        groups = tuple(np.asarray(group, dtype=int) for group in declared.groups)
-        if not groups:
-            return cls(numeric, numeric_fill)
-        steps = preprocess.named_transformers_["categorical"]
-        modes = [m for m in steps[-2].statistics_ if not _is_missing(m)]  # as the imputer drops
-        filled = steps[-1].transform(np.asarray([modes], dtype=object))[0]
-        first = groups[0][0]
-        group_fill = tuple(
-            int(np.argmax(filled[g - first])) if filled[g - first].any() else -1 for g in groups
-        )
-        return cls(numeric, numeric_fill, groups, group_fill)
-
-
 @dataclass(frozen=True)
 class Split:
     """Preprocessed arrays of a train / validation / test split, and the dataset's classes.
 
-    ``layout`` says which preprocessed columns are numeric and which form one
-    categorical feature (None: every column numeric, see :class:`ColumnLayout`).
+    ``layout`` (a :class:`~nescal_sklearn.preprocessing.ColumnLayout`) says which
+    preprocessed columns are numeric and which one-hot encode one categorical feature,
+    and ``imputed_row`` what a missing value becomes in each column (the preprocessor's
+    ``imputed_row_``); None for both: every column numeric, a missing value at 0, the
+    training mean of a standardised column. Built by keyword.
     """
 
     X_train: np.ndarray
@@ -119,6 +43,7 @@ class Split:
     y_test: np.ndarray
     classes: np.ndarray
     layout: ColumnLayout | None = None
+    imputed_row: np.ndarray | None = None
 
 
 def take_rows(X, index: np.ndarray):
@@ -222,7 +147,9 @@ def make_imbalanced(y: np.ndarray, ratio: float, seed: int = SUBSAMPLE_SEED) -> 
     return np.sort(np.concatenate(kept))
 
 
-def preprocess_split(X, y, train: np.ndarray, validation: np.ndarray, test: np.ndarray, classes=None) -> Split:
+def preprocess_split(
+    X, y, train: np.ndarray, validation: np.ndarray, test: np.ndarray, classes=None
+) -> Split:
     """Fit the tabular preprocessing on the ``train`` rows and transform all three parts.
 
     Parameters
@@ -241,8 +168,10 @@ def preprocess_split(X, y, train: np.ndarray, validation: np.ndarray, test: np.n
     Returns
     -------
     Split
-        float32 matrices and the labels of each part, and the :class:`ColumnLayout` of
-        the preprocessed columns.
+        float32 matrices and the labels of each part; for a DataFrame with categorical
+        columns, the preprocessor's column layout and imputed row (a frame of numeric
+        columns alone, like a plain array, keeps None: a missing value at the training
+        mean 0, as the lab's missing-value corruption has always imputed such frames).
     """
     if hasattr(X, "columns"):
         from nescal_sklearn import make_tabular_preprocessor
@@ -256,9 +185,20 @@ def preprocess_split(X, y, train: np.ndarray, validation: np.ndarray, test: np.n
     fitted = [preprocess.fit_transform(take_rows(X, train))]
     fitted += [preprocess.transform(take_rows(X, rows)) for rows in (validation, test)]
     X_train, X_val, X_test = (np.asarray(part, dtype=np.float32) for part in fitted)
-    classes = np.unique(y) if classes is None else np.asarray(classes)
-    layout = ColumnLayout.of_preprocessor(preprocess, X_train.shape[1])
-    return Split(X_train, y[train], X_val, y[validation], X_test, y[test], classes, layout)
+    declared = {}
+    categorical = getattr(preprocess, "output_indices_", {}).get("categorical", slice(0, 0))
+    if categorical.stop > categorical.start:
+        declared = {"layout": preprocess.column_layout_, "imputed_row": preprocess.imputed_row_}
+    return Split(
+        X_train=X_train,
+        y_train=y[train],
+        X_val=X_val,
+        y_val=y[validation],
+        X_test=X_test,
+        y_test=y[test],
+        classes=np.unique(y) if classes is None else np.asarray(classes),
+        **declared,
+    )
 
 
 def stratified_split(X, y, *, seed: int, fractions=(0.6, 0.2, 0.2)) -> Split:
@@ -292,7 +232,9 @@ def stratified_split(X, y, *, seed: int, fractions=(0.6, 0.2, 0.2)) -> Split:
     if not np.isclose(train_f + val_f + test_f, 1.0) or min(fractions) <= 0:
         raise ValueError(f"fractions must be 3 positive numbers summing to 1; got {fractions!r}.")
     y = np.asarray(y)
-    rest, test = train_test_split(np.arange(len(y)), test_size=test_f, stratify=y, random_state=seed)
+    rest, test = train_test_split(
+        np.arange(len(y)), test_size=test_f, stratify=y, random_state=seed
+    )
     train, validation = train_test_split(
         rest, test_size=val_f / (train_f + val_f), stratify=y[rest], random_state=seed
     )

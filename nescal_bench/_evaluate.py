@@ -12,8 +12,6 @@ from ._conditions import Condition, ConditionContext, ConditionSkipped, conditio
 from ._data import Split
 from ._registry import METRICS, N_BINS, label_metrics
 
-__all__ = ["aligned_proba", "evaluate_refit", "evaluate_stages", "reliability_bins"]
-
 
 def aligned_proba(model, X, classes: np.ndarray) -> np.ndarray:
     """``predict_proba`` with one column per class of the whole dataset (0 for unseen ones).
@@ -45,12 +43,20 @@ def reliability_bins(y, proba, classes) -> dict:
     def listed(values):
         return [None if not np.isfinite(v) else float(v) for v in values]
 
-    return {"counts": [int(c) for c in curve.counts], "confidence": listed(curve.confidence),
-            "accuracy": listed(curve.accuracy)}  # fmt: skip
+    return {
+        "counts": [int(c) for c in curve.counts],
+        "confidence": listed(curve.confidence),
+        "accuracy": listed(curve.accuracy),
+    }
 
 
-def evaluate_stages(stages: Mapping[str, object], split: Split, conditions: tuple[Condition, ...], seed: int,
-                    context: ConditionContext | None = None) -> dict:  # fmt: skip
+def evaluate_stages(
+    stages: Mapping[str, object],
+    split: Split,
+    conditions: tuple[Condition, ...],
+    seed: int,
+    context: ConditionContext | None = None,
+) -> dict:
     """The ``validation``, ``test``, ``reliability``, ``conditions`` and
     ``skipped_conditions`` parts of a record.
 
@@ -93,7 +99,9 @@ def evaluate_stages(stages: Mapping[str, object], split: Split, conditions: tupl
         if condition.refits:
             continue
         try:
-            built.append((condition, condition.apply(context, condition_rng(seed, condition.stream))))
+            built.append(
+                (condition, condition.apply(context, condition_rng(seed, condition.stream)))
+            )
         except ConditionSkipped as exc:
             skipped[condition.name] = str(exc)
     measured: dict[str, dict] = {condition.name: {} for condition, _ in built}

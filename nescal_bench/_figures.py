@@ -10,8 +10,6 @@ import numpy as np
 
 from nescal_sklearn.metrics import ReliabilityCurve
 
-__all__ = ["plot_changes", "pool_reliability", "reliability_figure"]
-
 #: Panels per row of a reliability figure.
 MAX_COLUMNS = 4
 
@@ -54,12 +52,16 @@ def pool_reliability(bins: list[dict]) -> tuple[ReliabilityCurve, float]:
         confidence = np.where(counts > 0, conf_sum / counts, np.nan)
         accuracy = np.where(counts > 0, acc_sum / counts, np.nan)
     nonempty = counts > 0
-    ece = float(np.sum(counts[nonempty] * np.abs(accuracy[nonempty] - confidence[nonempty])) / counts.sum())
+    ece = float(
+        np.sum(counts[nonempty] * np.abs(accuracy[nonempty] - confidence[nonempty])) / counts.sum()
+    )
     edges = np.linspace(0.0, 1.0, len(counts) + 1)
     return ReliabilityCurve(confidence, accuracy, counts, edges), ece
 
 
-def reliability_figure(curves: dict[str, dict[str, list[dict]]], stages: list[str], title: str) -> bytes:
+def reliability_figure(
+    curves: dict[str, dict[str, list[dict]]], stages: list[str], title: str
+) -> bytes:
     """Draw one panel per stage (raw, then each calibrator; 4 per row), one curve per method.
 
     Parameters
@@ -79,10 +81,13 @@ def reliability_figure(curves: dict[str, dict[str, list[dict]]], stages: list[st
     nrows = -(-len(stages) // ncols)
     figure = Figure(figsize=(4.8 * ncols, 5.6 * nrows), dpi=90)
     figure.subplots_adjust(
-        left=0.8 / (4.8 * ncols), right=0.98, bottom=0.5 / (5.6 * nrows),
+        left=0.8 / (4.8 * ncols),
+        right=0.98,
+        bottom=0.5 / (5.6 * nrows),
         top=1 - 0.75 / (5.6 * nrows),
-        wspace=0.25, hspace=0.3,
-    )  # fmt: skip
+        wspace=0.25,
+        hspace=0.3,
+    )
     grid = figure.subplots(nrows, ncols, squeeze=False).ravel()
     for ax in grid[len(stages) :]:
         ax.set_visible(False)
@@ -159,11 +164,15 @@ def plot_changes(
         label = f"{method}: {better}/{len(xs)} {word}, median {np.median(xs):+.2f} %, p = {p:.2g}"
         points = ax.scatter(clipped[inside], np.asarray(ys)[inside], s=22, label=label)
         for x, y, raw in zip(clipped[~inside], np.asarray(ys)[~inside], xs[~inside], strict=True):
-            ax.scatter([x], [y], marker=">" if raw > 0 else "<", s=40, color=points.get_facecolor()[0])
+            ax.scatter(
+                [x], [y], marker=">" if raw > 0 else "<", s=40, color=points.get_facecolor()[0]
+            )
     bar = 2.0 if greater_is_better else -2.0
     ax.axvline(0.0, color="black", linewidth=0.8)
     sign = "+" if bar > 0 else "−"
-    ax.axvline(bar, color="grey", linewidth=0.8, linestyle="--", label=f"the bar's median ({sign}2 %)")
+    ax.axvline(
+        bar, color="grey", linewidth=0.8, linestyle="--", label=f"the bar's median ({sign}2 %)"
+    )
     ax.set_yticks(range(len(order)), order)
     ax.set_xlim(-limit * 1.05, limit * 1.05)
     ax.set_xlabel(f"change in {axis_label} vs {reference}, {stage_label} (%; {word} is better)")

@@ -1,14 +1,13 @@
 """One fit of a benchmark run: split, train, calibrate post hoc, measure, build the record.
 
 :func:`execute_fit` is the one fit-calibrate-evaluate path of the benchmark, the
-function joblib (or dask) ships to a worker. It uses the package like a user would:
+function joblib ships to a worker. It uses the package like a user would:
 the planned estimator (``NeSCalClassifier`` or a scikit-learn classifier), then each
 configured calibrator around ``FrozenEstimator(model)`` fitted on the validation rows.
 """
 
 from __future__ import annotations
 
-import inspect
 import platform
 import time
 import traceback
@@ -20,6 +19,9 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.frozen import FrozenEstimator
 
+from nescal_sklearn.calibration import takes_validation_rows
+from nescal_sklearn.estimator import limit_threads
+
 from ._adapters import calibrator_summary
 from ._conditions import ConditionContext, ConditionSkipped
 from ._data import Split
@@ -30,32 +32,11 @@ from ._registry import CALIBRATORS
 from ._sources import load_benchmark_data
 from ._watchdog import watch_parent
 
-__all__ = ["execute_fit", "limit_threads", "run_fit"]
-
 #: Fitted attributes copied into a record's ``fit`` section when the model has them.
 FIT_INFO = ("n_epochs_", "best_epoch_", "graph_epoch_", "n_iter_", "penalty_status_")
 
 #: Warning categories a fit's record leaves out (library deprecations are not the fit's).
 IGNORED_WARNINGS = (DeprecationWarning, PendingDeprecationWarning)
-
-
-@contextmanager
-def limit_threads(n: int):
-    """Run the block on ``n`` threads (torch, OpenMP and BLAS pools), then restore them.
-
-    Results are bit-identical only for the same thread count, so every fit of a run
-    uses the configured count whatever ``--jobs`` is.
-    """
-    import torch
-    from threadpoolctl import threadpool_limits
-
-    previous = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        with threadpool_limits(limits=n):
-            yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 @contextmanager
@@ -78,13 +59,15 @@ THREAD_PARAMS = ("n_threads",)
 
 
 def _fit(estimator, split: Split, threads: int | None = None, fit_on: str = "train"):
-    """Fit; ``X_val``/``y_val`` go to estimators whose ``fit`` takes them (early stopping).
+    """Fit; ``X_val``/``y_val`` go to the estimators that early-stop on them
+    (:func:`nescal_sklearn.calibration.takes_validation_rows`, the library's rule).
 
-    Every estimator gets the same validation rows: ``NeSCalClassifier``,
-    ``HistGradientBoostingClassifier`` (unless its ``early_stopping`` is False) and
-    pytabkit's models (which then, with their default ``n_cv=1, n_refit=0``, neither split
-    off validation rows of their own nor refit on them). A parameter of
-    :data:`THREAD_PARAMS` left at None is set to ``threads``, so that the estimator keeps to the fit's thread budget (pytabkit would
+    Every such estimator gets the same validation rows: ``NeSCalClassifier``,
+    ``HistGradientBoostingClassifier(early_stopping=True)`` (not ``"auto"``, which ignores
+    them below 10,000 rows), LightGBM and pytabkit's models (which then, with their
+    default ``n_cv=1, n_refit=0``, neither split off validation rows of their own nor
+    refit on them). A parameter of :data:`THREAD_PARAMS` left at None is set to
+    ``threads``, so that the estimator keeps to the fit's thread budget (pytabkit would
     otherwise set torch to every physical core during its fit).
     """
     if threads is not None:
@@ -95,9 +78,7 @@ def _fit(estimator, split: Split, threads: int | None = None, fit_on: str = "tra
     if fit_on == "train+validation":  # a method that calibrates itself out of fold
         X = np.concatenate([split.X_train, split.X_val])
         return estimator.fit(X, np.concatenate([split.y_train, split.y_val]))
-    accepted = inspect.signature(estimator.fit).parameters
-    wants_val = "X_val" in accepted and "y_val" in accepted
-    if wants_val and estimator.get_params().get("early_stopping", True) is not False:
+    if takes_validation_rows(estimator):
         return estimator.fit(split.X_train, split.y_train, X_val=split.X_val, y_val=split.y_val)
     return estimator.fit(split.X_train, split.y_train)
 
@@ -161,7 +142,9 @@ def _refit_conditions(task: FitTask, split: Split, context: ConditionContext) ->
         try:
             model = _fit(clone(task.estimator), reduced, task.budget.threads, task.method.fit_on)
             stages, failed = _calibrate(model, reduced, task.calibrators, task.method.fit_on)
-            conditions[condition.name] = evaluate_refit(condition, stages, reduced, context, task.seed)
+            conditions[condition.name] = evaluate_refit(
+                condition, stages, reduced, context, task.seed
+            )
         except Exception as exc:  # the refit only: the main model's record stays
             skipped[condition.name] = f"its refit failed: {type(exc).__name__}: {exc}"
             continue
@@ -194,7 +177,7 @@ def execute_fit(task: FitTask) -> dict:
             model = _fit(clone(task.estimator), split, task.budget.threads, task.method.fit_on)
         with step("calibration_seconds"):
             stages, failed = _calibrate(model, split, task.calibrators, task.method.fit_on)
-        context = ConditionContext(split, task.dataset.name, task.data.data_dir)
+        context = ConditionContext(split, dataset=task.dataset.name, data_dir=task.data.data_dir)
         with step("evaluation_seconds"):
             measured = evaluate_stages(stages, split, task.conditions, task.seed, context)
         with step("refit_seconds"):
@@ -206,19 +189,34 @@ def execute_fit(task: FitTask) -> dict:
         measured["skipped_conditions"] = {name: skipped[name] for name in order if name in skipped}
     if not refitted["refits"]:
         del seconds["refit_seconds"]
-    sizes = {"n_train": len(split.y_train), "n_validation": len(split.y_val), "n_test": len(split.y_test),
-             "n_features": int(split.X_train.shape[1]), "n_classes": len(split.classes)}  # fmt: skip
+    sizes = {
+        "n_train": len(split.y_train),
+        "n_validation": len(split.y_val),
+        "n_test": len(split.y_test),
+        "n_features": int(split.X_train.shape[1]),
+        "n_classes": len(split.classes),
+    }
     refits = {"refits": refitted["refits"]} if refitted["refits"] else {}
     summaries = {name: calibrator_summary(f) for name, f in stages.items() if name != "raw"}
     return {
-        "key": task.key, "dataset": task.dataset.name, "method": task.method.name, "point": task.point,
-        "seed": task.seed, "params": task.estimator_params, "identity": task.identity,
-        "data": {"split": split_name, **sizes}, **measured,
-        "fit": {**_fit_info(model), "warnings": caught, **refits}, "calibrators": {**summaries, **failed},
+        "key": task.key,
+        "dataset": task.dataset.name,
+        "method": task.method.name,
+        "point": task.point,
+        "seed": task.seed,
+        "params": task.estimator_params,
+        "identity": task.identity,
+        "data": {"split": split_name, **sizes},
+        **measured,
+        "fit": {**_fit_info(model), "warnings": caught, **refits},
+        "calibrators": {**summaries, **failed},
         "environment": library_versions(),
-        "run": {**seconds, "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                "host": platform.node()},
-    }  # fmt: skip
+        "run": {
+            **seconds,
+            "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "host": platform.node(),
+        },
+    }
 
 
 def run_fit(task: FitTask, parent_pid: int | None = None) -> dict:
@@ -235,6 +233,13 @@ def run_fit(task: FitTask, parent_pid: int | None = None) -> dict:
     try:
         return {"ok": True, "record": execute_fit(task)}
     except Exception as exc:  # reported by the runner, retried by --resume
-        failure = {"key": task.key, "dataset": task.dataset.name, "method": task.method.name, "point": task.point,
-                   "seed": task.seed, "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
+        failure = {
+            "key": task.key,
+            "dataset": task.dataset.name,
+            "method": task.method.name,
+            "point": task.point,
+            "seed": task.seed,
+            "error": f"{type(exc).__name__}: {exc}",
+            "traceback": traceback.format_exc(),
+        }
         return {"ok": False, "failure": failure}

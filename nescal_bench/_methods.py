@@ -4,10 +4,11 @@ A method is a ``NeSCalClassifier`` with a registered loss (:class:`LossMethod`) 
 scikit-learn classifier (:class:`ClassifierMethod`); :data:`METHOD_KINDS` is the only
 place where the configuration key (``"loss"`` or ``"estimator"``) becomes a class.
 
-A configuration is code: ``"estimator"`` and a loss method's ``"module"`` are import
-paths. ``validate`` imports only paths under :data:`TRUSTED` (this package, the
-library, scikit-learn and the declared extras) and lists the others, which ``run``
-imports. :func:`stated_params` is the canonical form of the parameters a configuration
+A configuration is code: ``"estimator"``, a loss method's ``"module"`` and every
+``{"class": ...}`` member, in ``params`` and in ``grid`` values, are import paths.
+``validate`` imports only the paths :func:`trusted` accepts (under :data:`TRUSTED`: this
+package, the library, scikit-learn and the declared extras, as installed) and lists the
+others, which ``run`` imports. :func:`stated_params` is the canonical form of the parameters a configuration
 states, which every record key holds (with the recipe that fills in the rest).
 """
 
@@ -15,26 +16,19 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.metadata
+import importlib.util
 import inspect
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import product
+from pathlib import Path
 from typing import Any, ClassVar
 
-from ._base import ConfigError, show
+from nescal_sklearn.exceptions import ParameterError
 
-__all__ = [
-    "FIT_ON",
-    "METHOD_KINDS",
-    "MOVED",
-    "TRUSTED",
-    "ClassifierMethod",
-    "LossMethod",
-    "MethodKind",
-    "MethodSpec",
-    "public_path",
-    "stated_params",
-]
+from ._base import ConfigError, show
 
 #: The rows a method is fitted on: the training rows (the validation rows then fit the
 #: calibrators of the stages and choose grid points), or the training and the validation
@@ -45,12 +39,46 @@ FIT_ON = ("train", "train+validation")
 #: Estimator parameters that the runner sets (seeds, verbosity, the loss itself).
 RUNNER_PARAMS = ("random_state", "verbose", "loss")
 
-#: Top-level packages whose import paths ``validate`` imports: the library, this lab,
-#: scikit-learn, torch, skorch and the ``bench`` extra's models and calibrators.
-TRUSTED = frozenset(
-    {"nescal_sklearn", "nescal_bench", "sklearn", "torch", "skorch", "lightgbm", "pytabkit",
-     "tabm", "probmetrics"}
-)  # fmt: skip
+#: Top-level packages whose import paths ``validate`` imports (see :func:`trusted`): the
+#: library, this lab, scikit-learn, torch, skorch and the ``bench`` extra's models and
+#: calibrators.
+# A data table: package names wrapped at 100 columns, not one per line (fmt: skip).
+TRUSTED = frozenset({"nescal_sklearn", "nescal_bench", "sklearn", "torch", "skorch", "lightgbm",
+                     "pytabkit", "tabm", "probmetrics"})  # fmt: skip
+
+
+@functools.lru_cache(maxsize=64)
+def _installed(package: str) -> bool:
+    """Whether ``package`` is imported already, or would be imported from the files of an
+    installed distribution: not from a folder of that name that comes first on
+    ``sys.path`` (the working folder under ``python -m``, a ``PYTHONPATH`` entry)."""
+    if package in sys.modules:
+        return True
+    spec = importlib.util.find_spec(package)  # finds the package; runs none of its code
+    if spec is None or spec.origin is None:
+        return False
+    origin = Path(spec.origin).resolve()
+    for name in importlib.metadata.packages_distributions().get(package, ()):
+        distribution = importlib.metadata.distribution(name)
+        files = distribution.files or ()
+        if any(Path(distribution.locate_file(f)).resolve() == origin for f in files):
+            return True
+    return False
+
+
+def trusted(ref: str) -> bool:
+    """Whether ``validate`` may import the import path ``ref``: its top-level package is
+    one of :data:`TRUSTED` and comes from where it is installed (or is imported already).
+
+    Examples
+    --------
+    >>> from nescal_bench._methods import trusted
+    >>> trusted("sklearn.linear_model.LogisticRegression"), trusted("this.X")
+    (True, False)
+    """
+    package = MOVED.get(ref, ref).split(".")[0]
+    return package in TRUSTED and _installed(package)
+
 
 #: Classes that moved when the lab left the library: the import path the configurations
 #: and record keys of format 3 name -> where the class lives now. Keys keep the old path.
@@ -141,7 +169,8 @@ def _instance(cls: type):
     required = [
         name
         for name, p in inspect.signature(cls).parameters.items()
-        if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        if p.default is inspect.Parameter.empty
+        and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
     ]
     return cls(**dict.fromkeys(required))
 
@@ -172,7 +201,10 @@ def built_value(path: str, value: Any) -> Any:
         cls = import_path(f"{path}.class", value["class"])
         params = value.get("params", {})
         if not isinstance(cls, type) or not isinstance(params, Mapping):
-            raise ConfigError(path, f"expected {{'class': an estimator's import path, 'params': {{...}}}}, got {show(value)}")
+            raise ConfigError(
+                path,
+                f"expected {{'class': an estimator's import path, 'params': {{...}}}}, got {show(value)}",
+            )
         built = {k: built_value(f"{path}.params.{k}", v) for k, v in params.items()}
         try:
             return cls(**built)
@@ -195,7 +227,9 @@ def _module_class(path: str, value: Any):
 
     found = import_path(path, value) if isinstance(value, str) and "." in value else None
     if not (isinstance(found, type) and issubclass(found, nn.Module)):
-        raise ConfigError(path, f"expected the import path of a torch.nn.Module subclass, got {show(value)}")
+        raise ConfigError(
+            path, f"expected the import path of a torch.nn.Module subclass, got {show(value)}"
+        )
     return found
 
 
@@ -228,9 +262,22 @@ class MethodKind:
         return []
 
     def check(self, estimator) -> None:
-        """The library's own checks of ``estimator`` without data (ValueError, TypeError)."""
-        if hasattr(estimator, "_parameter_constraints"):
-            estimator._validate_params()
+        """The estimator's own checks without data: scikit-learn's parameter constraints,
+        one parameter at a time, so that the error (a
+        :class:`~nescal_sklearn.exceptions.ParameterError`) names the parameter."""
+        from sklearn.utils._param_validation import (
+            InvalidParameterError,
+            validate_parameter_constraints,
+        )
+
+        constraints = getattr(estimator, "_parameter_constraints", {})
+        for name, value in estimator.get_params(deep=False).items():
+            try:
+                validate_parameter_constraints(
+                    constraints, {name: value}, caller_name=type(estimator).__name__
+                )
+            except InvalidParameterError as exc:
+                raise ParameterError(name, str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -249,7 +296,9 @@ class LossMethod(MethodKind):
         from nescal_sklearn.losses import LOSSES
 
         if ref not in LOSSES:
-            raise ConfigError(path, f"expected a registered loss name, one of {sorted(LOSSES)}, got {show(ref)}")
+            raise ConfigError(
+                path, f"expected a registered loss name, one of {sorted(LOSSES)}, got {show(ref)}"
+            )
         return cls(ref)
 
     @property
@@ -289,8 +338,11 @@ class LossMethod(MethodKind):
             return name
         if name in RUNNER_PARAMS:
             raise ConfigError(where, "set by the runner (loss, seeds), not by the config")
-        raise ConfigError(where, f"unknown parameter; expected a parameter of loss {self.ref!r} "
-                                 f"{sorted(loss_names)} or of NeSCalClassifier {sorted(estimator_names)}")  # fmt: skip
+        raise ConfigError(
+            where,
+            f"unknown parameter; expected a parameter of loss {self.ref!r} "
+            f"{sorted(loss_names)} or of NeSCalClassifier {sorted(estimator_names)}",
+        )
 
     def imports(self, params: Mapping[str, Any]) -> list[str]:
         module = params.get("module")
@@ -331,20 +383,34 @@ class ClassifierMethod(MethodKind):
 
             classifiers = dict(all_estimators(type_filter="classifier"))
             if ref not in classifiers:
-                raise ConfigError(path, f"expected an import path, or the name of a scikit-learn classifier, got {show(ref)}")
+                raise ConfigError(
+                    path,
+                    f"expected an import path, or the name of a scikit-learn classifier, got {show(ref)}",
+                )
             found = classifiers[ref]
-        elif not imports and MOVED.get(ref, ref).split(".")[0] not in TRUSTED:
+        elif not imports and not trusted(ref):
             return cls(ref)  # a foreign import: left to run
         else:
             found = import_path(path, ref)
         try:
-            ok = isinstance(found, type) and is_classifier(found()) and hasattr(found, "predict_proba")
+            ok = (
+                isinstance(found, type)
+                and is_classifier(found())
+                and hasattr(found, "predict_proba")
+            )
         except TypeError:  # a meta-estimator whose members the params give
             from sklearn.base import ClassifierMixin
 
-            ok = isinstance(found, type) and issubclass(found, ClassifierMixin) and hasattr(found, "predict_proba")
+            ok = (
+                isinstance(found, type)
+                and issubclass(found, ClassifierMixin)
+                and hasattr(found, "predict_proba")
+            )
         if not ok:
-            raise ConfigError(path, f"expected a scikit-learn classifier class with predict_proba, got {show(ref)}")
+            raise ConfigError(
+                path,
+                f"expected a scikit-learn classifier class with predict_proba, got {show(ref)}",
+            )
         # The path as the configuration states it: a record's key must not change when a
         # library later exports the class from a shorter path.
         return cls(ref if "." in ref else public_path(found))
@@ -364,7 +430,9 @@ class ClassifierMethod(MethodKind):
             raise ConfigError(where, "set by the runner from the seeds, not by the config")
         names = set(_instance(import_path("", self.ref)).get_params(deep=True))
         if name not in names:
-            raise ConfigError(where, f"unknown parameter of {self.default_name}; expected one of {sorted(names)}")
+            raise ConfigError(
+                where, f"unknown parameter of {self.default_name}; expected one of {sorted(names)}"
+            )
         return name
 
     def build(self, params: Mapping[str, Any], seed: int):
@@ -401,17 +469,28 @@ class MethodSpec:
     targets: Mapping[str, str] | None = None
     fit_on: str = "train"
 
+    def imports(self) -> list[str]:
+        """Every import path a fit of the method may import: those of its fixed
+        parameters, and of every value of its grid (each once, in order)."""
+        values = [self.params, *({name: v} for name, grid in self.grid.items() for v in grid)]
+        return list(dict.fromkeys(ref for p in values for ref in self.kind.imports(p)))
+
     def points(self) -> list[dict]:
         """The grid points (configuration names), in a stable order."""
         names = sorted(self.grid)
-        return [dict(zip(names, values, strict=True)) for values in product(*(self.grid[n] for n in names))]
+        return [
+            dict(zip(names, values, strict=True))
+            for values in product(*(self.grid[n] for n in names))
+        ]
 
     def estimator_params(self, point: Mapping[str, Any], budget: Mapping[str, Any]) -> dict:
         """Estimator parameters of ``point``: the ``budget``'s (when the kind uses it), then
         the fixed parameters and the point, keyed by estimator names."""
         if self.targets is None:
-            raise RuntimeError(f"method {self.name!r} was read without the library's checks (a saved run's "
-                               "configuration); validate it with check_params=True to build estimators")  # fmt: skip
+            raise RuntimeError(
+                f"method {self.name!r} was read without the library's checks (a saved run's "
+                "configuration); validate it with check_params=True to build estimators"
+            )
         merged = {**self.params, **point}
         params = {self.targets.get(name, name): value for name, value in sorted(merged.items())}
         return {**budget, **params} if self.kind.uses_budget else params

@@ -21,8 +21,6 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["OpenMLTaskData", "OpenMLUnavailableError", "expand_suite", "load_openml_task"]
-
 _LOCK = threading.RLock()
 
 
@@ -35,7 +33,9 @@ def _import_openml():
     try:
         import openml
     except ImportError:  # pragma: no cover - depends on the install
-        raise ImportError('OpenML datasets need openml-python: pip install -e ".[bench]" openml.') from None
+        raise ImportError(
+            'OpenML datasets need openml-python: pip install -e ".[bench]" openml.'
+        ) from None
     return openml
 
 
@@ -164,8 +164,13 @@ def load_openml_task(task_id: int, settings, *, offline: bool = False) -> OpenML
                 "missing), and --offline downloads nothing"
             )
         try:
-            task = openml.tasks.get_task(task_id, download_splits=True, download_data=True,
-                                         download_qualities=False, download_features_meta_data=False)  # fmt: skip
+            task = openml.tasks.get_task(
+                task_id,
+                download_splits=True,
+                download_data=True,
+                download_qualities=False,
+                download_features_meta_data=False,
+            )
         except openml.exceptions.OpenMLServerException as exc:
             if "Unknown task" in str(exc) or getattr(exc, "code", None) == 151:
                 raise ValueError(f"OpenML has no task {task_id}: {exc}") from None
@@ -173,15 +178,24 @@ def load_openml_task(task_id: int, settings, *, offline: bool = False) -> OpenML
         except Exception as exc:  # connection errors of requests, cache misses, ...
             raise _unavailable(f"OpenML task {task_id}", openml, shown, exc) from None
         if type(task).__name__ != "OpenMLClassificationTask":
-            raise ValueError(f"OpenML task {task_id} is a {type(task).__name__}; expected a supervised classification task.")
+            raise ValueError(
+                f"OpenML task {task_id} is a {type(task).__name__}; expected a supervised classification task."
+            )
         X, y = task.get_X_and_y(dataset_format="dataframe")
         n_repeats, n_folds, _ = task.get_split_dimensions()
-        folds = {(r, f): tuple(np.asarray(i) for i in task.get_train_test_split_indices(repeat=r, fold=f))
-                 for r in range(n_repeats) for f in range(n_folds)}  # fmt: skip
+        folds = {
+            (r, f): tuple(
+                np.asarray(i) for i in task.get_train_test_split_indices(repeat=r, fold=f)
+            )
+            for r in range(n_repeats)
+            for f in range(n_folds)
+        }
         name = task.get_dataset().name
     if y.dtype.name == "category":
         y = y.astype(str)
-    return OpenMLTaskData(int(task_id), name, X, y.reset_index(drop=True), n_repeats, n_folds, folds)
+    return OpenMLTaskData(
+        int(task_id), name, X, y.reset_index(drop=True), n_repeats, n_folds, folds
+    )
 
 
 def expand_suite(suite: int | str, settings, *, offline: bool = False) -> list[int]:

@@ -30,17 +30,6 @@ from ._methods import MethodSpec, keyed, stated_params
 from ._records import RECORD_FORMAT, identity_differences, record_key
 from ._sources import DataContext, DatasetSource
 
-__all__ = [
-    "FitIndex",
-    "FitTask",
-    "Plan",
-    "build_plan",
-    "expand_datasets",
-    "fit_identity",
-    "select_point",
-    "stale_records",
-]
-
 
 def point_label(point: dict) -> str:
     """A grid point as text (``weight=0.5, n_neighbors=5``; ``no grid`` when empty)."""
@@ -67,8 +56,9 @@ class FitTask:
     identity: dict = field(repr=False)
 
 
-def fit_identity(config: BenchmarkConfig, dataset: DatasetSource, method: MethodSpec, estimator, params: dict,
-                 seed: int) -> dict:  # fmt: skip
+def fit_identity(
+    config: BenchmarkConfig, dataset: DatasetSource, method: MethodSpec, params: dict, seed: int
+) -> dict:
     """What a fit's record key is the hash of (see :func:`~._records.record_key`).
 
     The parameters are those the configuration states (``params``; for a
@@ -96,11 +86,24 @@ def fit_identity(config: BenchmarkConfig, dataset: DatasetSource, method: Method
 
 def make_task(config: BenchmarkConfig, dataset, method, point, seed, stage, data) -> FitTask:
     """The fit of ``method`` at grid ``point`` on ``dataset`` with ``seed``."""
-    estimator = config.build(method, point, seed)
     params = config.estimator_params(method, point)
-    identity = fit_identity(config, dataset, method, estimator, params, seed)
-    return FitTask(record_key(identity), dataset, method, dict(point), seed, stage, estimator, params,
-                   config.splits, config.budget, config.calibrators, config.conditions, data, identity)  # fmt: skip
+    identity = fit_identity(config, dataset, method, params, seed)
+    return FitTask(
+        key=record_key(identity),
+        dataset=dataset,
+        method=method,
+        point=dict(point),
+        seed=seed,
+        stage=stage,
+        estimator=config.build(method, point, seed),
+        estimator_params=params,
+        splits=config.splits,
+        budget=config.budget,
+        calibrators=config.calibrators,
+        conditions=config.conditions,
+        data=data,
+        identity=identity,
+    )
 
 
 def _point_id(point: dict) -> str:
@@ -118,7 +121,9 @@ class FitIndex:
     entries: dict[tuple[str, str, str, int], str] = field(default_factory=dict)
 
     def add(self, task: FitTask) -> None:
-        self.entries[(task.dataset.name, task.method.name, _point_id(task.point), task.seed)] = (task.key)
+        self.entries[(task.dataset.name, task.method.name, _point_id(task.point), task.seed)] = (
+            task.key
+        )
 
     def key(self, dataset: str, method: str, point: dict, seed: int) -> str | None:
         return self.entries.get((dataset, method, _point_id(point), seed))
@@ -128,12 +133,22 @@ class FitIndex:
 
     def to_json(self) -> dict:
         fits = sorted(self.entries.items())
-        return {"format": RECORD_FORMAT, "fits": [
-            {"dataset": d, "method": m, "point": json.loads(p), "seed": s, "key": key} for (d, m, p, s), key in fits]}  # fmt: skip
+        return {
+            "format": RECORD_FORMAT,
+            "fits": [
+                {"dataset": d, "method": m, "point": json.loads(p), "seed": s, "key": key}
+                for (d, m, p, s), key in fits
+            ],
+        }
 
     @classmethod
     def from_json(cls, data: dict) -> FitIndex:
-        return cls({(f["dataset"], f["method"], _point_id(f["point"]), f["seed"]): f["key"] for f in data["fits"]})
+        return cls(
+            {
+                (f["dataset"], f["method"], _point_id(f["point"]), f["seed"]): f["key"]
+                for f in data["fits"]
+            }
+        )
 
 
 @dataclass
@@ -162,7 +177,11 @@ class Plan:
     def tasks(self) -> list[FitTask]:
         """Every task the plan may run (search, confirm, and each point's confirm fits)."""
         by_points = self.confirm_candidates.values()
-        return self.search + self.confirm_fixed + [t for by in by_points for ts in by.values() for t in ts]
+        return (
+            self.search
+            + self.confirm_fixed
+            + [t for by in by_points for ts in by.values() for t in ts]
+        )
 
     def confirm_tasks(self, records: dict[str, dict]) -> tuple[list[FitTask], list[tuple]]:
         """Confirm fits of the gridded pairs whose search is complete in ``records``.
@@ -193,20 +212,31 @@ def build_plan(config: BenchmarkConfig, offline: bool = False) -> Plan:
         for method in config.methods:
             points = method.points()
             if len(points) == 1:
-                confirm_fixed += [make(dataset, method, points[0], s, "confirm") for s in config.confirm_seeds]
+                confirm_fixed += [
+                    make(dataset, method, points[0], s, "confirm") for s in config.confirm_seeds
+                ]
                 continue
             gridded.append((dataset, method))
-            search += [make(dataset, method, p, s, "search") for p in points for s in config.search_seeds]
+            search += [
+                make(dataset, method, p, s, "search") for p in points for s in config.search_seeds
+            ]
             candidates[(dataset.name, method.name)] = {
-                _point_id(p): [make(dataset, method, p, s, "confirm") for s in config.confirm_seeds] for p in points}  # fmt: skip
-    plan = Plan(config, search, confirm_fixed, gridded, candidates, index)
+                _point_id(p): [make(dataset, method, p, s, "confirm") for s in config.confirm_seeds]
+                for p in points
+            }
+    plan = Plan(config, search, confirm_fixed, gridded, confirm_candidates=candidates, index=index)
     for task in plan.tasks():
         index.add(task)
     return plan
 
 
-def select_point(config: BenchmarkConfig, index: FitIndex, dataset: str, method: MethodSpec,
-                 records: dict[str, Any]) -> tuple[dict, list[tuple[dict, float]]] | None:  # fmt: skip
+def select_point(
+    config: BenchmarkConfig,
+    index: FitIndex,
+    dataset: str,
+    method: MethodSpec,
+    records: dict[str, Any],
+) -> tuple[dict, list[tuple[dict, float]]] | None:
     """The grid point with the lowest mean validation NLL over the search seeds.
 
     Returns ``(point, [(point, score), ...])``, or None while a search record is
@@ -260,7 +290,9 @@ def stale_records(plan: Plan, records: dict[str, dict], where: str) -> list[str]
             continue
         diffs = identity_differences(record.get("identity", {}), planned[key].identity)
         shown = "; ".join(diffs[:6]) + (f"; ... ({len(diffs) - 6} more)" if len(diffs) > 6 else "")
-        groups[f"same dataset, method, grid point and seed as a planned fit; {shown}"].append(record)
+        groups[f"same dataset, method, grid point and seed as a planned fit; {shown}"].append(
+            record
+        )
     for text, members in sorted(groups.items(), key=lambda item: -len(item[1])):
         lines.append(f"  {len(members)}: {text}")
     return lines

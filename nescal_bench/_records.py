@@ -26,24 +26,19 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AllowInfNan, BaseModel, ConfigDict, Field, Strict, StrictInt, StrictStr
+from pydantic import (
+    AllowInfNan,
+    BaseModel,
+    ConfigDict,
+    Field,
+    Strict,
+    StrictInt,
+    StrictStr,
+    ValidationInfo,
+    model_validator,
+)
 
 from ._base import BenchmarkWarning, RunError, parse
-
-__all__ = [
-    "RECORD_FORMAT",
-    "CorruptRecordWarning",
-    "InvalidRecordError",
-    "Record",
-    "RecordStore",
-    "check_failure",
-    "check_record",
-    "identity_differences",
-    "library_versions",
-    "real_dir",
-    "record_key",
-    "write_atomic",
-]
 
 #: Version of the record layout and of the protocol; part of every key.
 RECORD_FORMAT = 3
@@ -118,8 +113,7 @@ def library_versions() -> dict[str, str]:
 
     from nescal_sklearn import __version__
 
-    versions = {name: module.__version__ for name, module in
-                (("torch", torch), ("sklearn", sklearn), ("numpy", numpy), ("skorch", skorch))}  # fmt: skip
+    versions = {module.__name__: module.__version__ for module in (torch, sklearn, numpy, skorch)}
     return {"python": platform.python_version(), "nescal_sklearn": __version__, **versions}
 
 
@@ -167,7 +161,11 @@ class Run(_Open):
 
 
 class Failure(_Open):
-    """What a ``failures/`` note holds: the fit's identification and its ``error``."""
+    """What a ``failures/`` note holds: the fit's identification and its ``error``.
+
+    Validated with the context ``{"key": ...}``, the key its file name gives, which the
+    note's own ``key`` must equal.
+    """
 
     key: Annotated[StrictStr, Field(pattern=r"^[0-9a-f]{20}$")]
     dataset: Text
@@ -176,9 +174,29 @@ class Failure(_Open):
     seed: Count
     error: StrictStr
 
+    @model_validator(mode="before")
+    @classmethod
+    def _an_object(cls, value: Any) -> Any:
+        if not isinstance(value, dict):
+            raise ValueError(f"expected a JSON object, got {type(value).__name__}")
+        return value
+
+    @model_validator(mode="after")
+    def _named_by_its_key(self, info: ValidationInfo) -> Failure:
+        key = (info.context or {}).get("key")
+        if key is not None and self.key != key:
+            raise ValueError(f"its 'key' is {self.key!r}, not the file's name {key!r}")
+        return self
+
 
 class Record(Failure):
-    """The layout of a record (see ``docs/benchmark_runner.md``); every metric finite."""
+    """The layout of a record (see ``docs/benchmark_runner.md``); every metric finite.
+
+    ``test``, ``validation`` and ``reliability`` have the same stages, ``"raw"`` among
+    them, and none that ``calibrators`` says failed. The validation context may add
+    ``stages`` (those of the configuration that planned it: each measured or failed) and
+    ``metrics`` (every ``test`` stage has them).
+    """
 
     error: None = None
     params: dict
@@ -193,19 +211,39 @@ class Record(Failure):
     environment: dict
     run: Run
 
-
-def _checked(kind: type, value: Any, key: str | None) -> dict:
-    if not isinstance(value, dict):
-        raise InvalidRecordError(f"expected a JSON object, got {type(value).__name__}")
-    parse(kind, value, error=InvalidRecordError)
-    if key is not None and value["key"] != key:
-        raise InvalidRecordError(f"its 'key' is {value['key']!r}, not the file's name {key!r}")
-    return dict(value)
+    @model_validator(mode="after")
+    def _same_stages(self, info: ValidationInfo) -> Record:
+        found = set(self.test)
+        failed = {n for n, s in self.calibrators.items() if isinstance(s, dict) and "error" in s}
+        for section in ("validation", "reliability"):
+            stages = getattr(self, section)
+            if set(stages) != found or "raw" not in found:
+                raise ValueError(
+                    f"'{section}' has the stages {sorted(stages)} but 'test' has {sorted(found)}"
+                )
+        if failed & found:
+            raise ValueError(
+                f"'test' has the stages {sorted(failed & found)} that 'calibrators' says failed"
+            )
+        context = info.context or {}
+        planned = context.get("stages")
+        if planned is not None and found | failed != set(planned):
+            also = f" (and {sorted(failed)} failed)" if failed else ""
+            raise ValueError(
+                f"'test' has the stages {sorted(found)}{also}; its configuration has "
+                f"{sorted(planned)}"
+            )
+        for stage, values in self.test.items():
+            missing = [m for m in context.get("metrics", ()) if m not in values]
+            if missing:
+                raise ValueError(f"'test.{stage}' lacks the metrics {missing}")
+        return self
 
 
 def check_failure(failure: Any, key: str | None = None) -> dict:
-    """Check a ``failures/`` note; return it."""
-    return _checked(Failure, failure, key)
+    """Check a ``failures/`` note (:class:`Failure`); return it."""
+    parse(Failure, failure, error=InvalidRecordError, context={"key": key})
+    return dict(failure)
 
 
 def check_record(
@@ -215,7 +253,8 @@ def check_record(
     stages: Sequence[str] | None = None,
     metrics: Sequence[str] = (),
 ) -> dict:
-    """Check that ``record`` has every key and type the benchmark reads; return it.
+    """Check that ``record`` has every key and type the benchmark reads (:class:`Record`);
+    return it.
 
     Parameters
     ----------
@@ -245,27 +284,9 @@ def check_record(
     ...     print(exc)
     dataset: required key missing
     """
-    record = _checked(Record, record, key)
-    found = set(record["test"])
-    failed = {n for n, s in record["calibrators"].items() if isinstance(s, Mapping) and "error" in s}
-    for section in ("validation", "reliability"):
-        if set(record[section]) != found or "raw" not in found:
-            raise InvalidRecordError(
-                f"'{section}' has the stages {sorted(record[section])} but 'test' has {sorted(found)}"
-            )
-    if failed & found:
-        raise InvalidRecordError(f"'test' has the stages {sorted(failed & found)} that 'calibrators' says failed")
-    if stages is not None and found | failed != set(stages):
-        raise InvalidRecordError(
-            f"'test' has the stages {sorted(found)}"
-            + (f" (and {sorted(failed)} failed)" if failed else "")
-            + f"; its configuration has {sorted(stages)}"
-        )
-    for stage, values in record["test"].items():
-        missing = [m for m in metrics if m not in values]
-        if missing:
-            raise InvalidRecordError(f"'test.{stage}' lacks the metrics {missing}")
-    return record
+    context = {"key": key, "stages": stages, "metrics": metrics}
+    parse(Record, record, error=InvalidRecordError, context=context)
+    return dict(record)
 
 
 def _parse(path: Path) -> Any:
@@ -297,7 +318,9 @@ def real_dir(path: Path, *, replace: bool = False) -> Path:
     RunError), or with ``replace`` removed first, never written through."""
     if path.is_symlink():
         if not replace:
-            raise RunError(f"{path} is a symbolic link; nescal-bench never writes through one: remove it")
+            raise RunError(
+                f"{path} is a symbolic link; nescal-bench never writes through one: remove it"
+            )
         path.unlink()
     path.mkdir(parents=True, exist_ok=True)
     return path
@@ -433,7 +456,9 @@ class RecordStore:
     def remove_temporaries(self) -> int:
         """Delete the temporary files of ``records/`` and ``failures/`` (call it only while
         holding the output folder's lock: every writer is then gone); return how many."""
-        folders = [f for f in (self.records_dir, self.failures_dir) if f.is_dir() and not f.is_symlink()]
+        folders = [
+            f for f in (self.records_dir, self.failures_dir) if f.is_dir() and not f.is_symlink()
+        ]
         found = [tmp for folder in folders for tmp in folder.glob(".*.tmp")]
         for tmp in found:
             tmp.unlink(missing_ok=True)

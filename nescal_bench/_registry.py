@@ -28,8 +28,6 @@ from nescal_sklearn.metrics import (
 
 from ._adapters import ProbmetricsCalibrator
 
-__all__ = ["CALIBRATORS", "METRICS", "N_BINS", "OOD_METRICS", "Metric", "label_metrics", "ood_metrics"]
-
 #: Number of equal-width bins of every binned metric and of the reliability diagrams.
 N_BINS = 15
 
@@ -103,8 +101,12 @@ OOD_METRICS: dict[str, Metric] = {
     "aupr_out": Metric("AUPR-out", partial(ood_aupr_out, score="entropy"), greater_is_better=True),
     "fpr95": Metric("FPR@95%TPR", partial(ood_fpr_at_tpr, score="entropy")),
     "msp_auroc": Metric("MSP AUROC", partial(ood_auroc, score="max_proba"), greater_is_better=True),
-    "msp_aupr_in": Metric("MSP AUPR-in", partial(ood_aupr_in, score="max_proba"), greater_is_better=True),
-    "msp_aupr_out": Metric("MSP AUPR-out", partial(ood_aupr_out, score="max_proba"), greater_is_better=True),
+    "msp_aupr_in": Metric(
+        "MSP AUPR-in", partial(ood_aupr_in, score="max_proba"), greater_is_better=True
+    ),
+    "msp_aupr_out": Metric(
+        "MSP AUPR-out", partial(ood_aupr_out, score="max_proba"), greater_is_better=True
+    ),
     "msp_fpr95": Metric("MSP FPR@95%TPR", partial(ood_fpr_at_tpr, score="max_proba")),
     "max_proba": Metric("max-probability", _ood_max_proba),
 }

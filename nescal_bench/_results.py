@@ -22,15 +22,13 @@ from ._config import BenchmarkConfig, validate_config
 from ._plan import FitIndex, select_point
 from ._records import RecordStore
 
-__all__ = ["COLUMNS", "RunResults", "load_results", "results_frame"]
-
 #: The columns of :func:`results_frame`: one row per fit, condition, stage and metric.
 #: ``calibration`` is the map a self-calibrating fit chose (``CrossFitClassifier``'s
 #: ``calibration_``), None for the others.
-COLUMNS = (
-    "key", "dataset", "method", "seed", "condition", "stage", "metric", "value",
-    "penalty_status", "fit_seconds", "cache_seconds", "calibration", "n_train",
-)  # fmt: skip
+# A data table: column names wrapped at 100 columns, not one per line (fmt: skip).
+COLUMNS = ("key", "dataset", "method", "seed", "condition", "stage", "metric", "value",
+           "penalty_status", "fit_seconds", "cache_seconds", "calibration",
+           "n_train")  # fmt: skip
 
 
 @dataclass
@@ -91,7 +89,6 @@ class RunResults:
                     out.setdefault(dataset.name, {})[method.name] = found
         return out
 
-
     def rows(self, seeds=None, seen: set | None = None) -> list[tuple]:
         """The rows of :func:`results_frame` of the reported records (each key once:
         those in ``seen`` are skipped, and added to it)."""
@@ -108,10 +105,12 @@ class RunResults:
         """The results frame of this folder alone (see :func:`results_frame`)."""
         config = self.config
         return _frame(
-            self.rows(), stages=config.stages, seeds=list(config.confirm_seeds),
+            self.rows(),
+            stages=config.stages,
+            seeds=list(config.confirm_seeds),
             conditions={c.name: c for c in config.conditions},
             datasets=[d.name for d in config.datasets],
-        )  # fmt: skip
+        )
 
 
 def _read_json(path: Path) -> dict:
@@ -145,7 +144,9 @@ def load_results(results_dir: str | Path, *, move_corrupt: bool = False) -> RunR
     results_dir = Path(results_dir)
     path = results_dir / "config.json"
     if not path.is_file():
-        raise FileNotFoundError(f"No config.json in results directory {str(results_dir)!r}; is it the 'output' of a run?")
+        raise FileNotFoundError(
+            f"No config.json in results directory {str(results_dir)!r}; is it the 'output' of a run?"
+        )
     plan = results_dir / "plan.json"
     if not plan.is_file():
         raise FileNotFoundError(
@@ -160,25 +161,24 @@ def load_results(results_dir: str | Path, *, move_corrupt: bool = False) -> RunR
     try:
         index = FitIndex.from_json(_read_json(plan))
     except (KeyError, TypeError) as exc:
-        raise RunError(f"{plan}: not a plan written by nescal-bench ({exc!r}); rerun its config") from None
+        raise RunError(
+            f"{plan}: not a plan written by nescal-bench ({exc!r}); rerun its config"
+        ) from None
     records = RecordStore(results_dir).load(
         move=move_corrupt, planned=index.keys(), stages=config.stages, metrics=config.metrics
     )
-    return RunResults(results_dir, config, index, records, move_corrupt)
+    return RunResults(results_dir, config, index, records=records, move_corrupt=move_corrupt)
 
 
 def _rows(record: dict):
-    fit = record.get("fit", {})
-    info = (fit.get("penalty_status"), record.get("run", {}).get("fit_seconds"), fit.get("cache_seconds"),
-            fit.get("calibration"))  # fmt: skip
-    measured = {CLEAN: record["test"], **record.get("conditions", {})}
-    for condition, stages in measured.items():
+    fit, run, data = (record.get(part, {}) for part in ("fit", "run", "data"))
+    head = tuple(record[k] for k in ("key", "dataset", "method", "seed"))
+    info = (fit.get("penalty_status"), run.get("fit_seconds"), fit.get("cache_seconds"))
+    tail = (*info, fit.get("calibration"), data.get("n_train"))
+    for condition, stages in {CLEAN: record["test"], **record.get("conditions", {})}.items():
         for stage, metrics in stages.items():
             for metric, value in metrics.items():
-                yield (
-                    record["key"], record["dataset"], record["method"], record["seed"],
-                    condition, stage, metric, value, *info, record.get("data", {}).get("n_train"),
-                )  # fmt: skip
+                yield (*head, condition, stage, metric, value, *tail)
 
 
 def _frame(rows: list, **attrs):

@@ -37,7 +37,6 @@ from ._config import BenchmarkConfig, check_output_path
 from ._plan import FitTask, Plan, build_plan, expand_datasets, point_label, stale_records
 from ._records import RecordStore, real_dir, write_atomic
 
-__all__ = ["RunError", "RunSummary", "dry_run", "plan_run", "run_benchmark"]
 
 @dataclass
 class RunSummary:
@@ -66,7 +65,9 @@ def output_lock(output: Path):
 
     path = output / ".lock"
     if path.is_symlink():
-        raise RunError(f"{path} is a symbolic link; nescal-bench never writes through one: remove it")
+        raise RunError(
+            f"{path} is a symbolic link; nescal-bench never writes through one: remove it"
+        )
     lock = FileLock(path, timeout=0)
     try:
         lock.acquire()
@@ -130,50 +131,79 @@ def _format_seconds(seconds: float) -> str:
 def _plan_lines(plan: Plan, sizes: dict) -> list[str]:
     config = plan.config
     lines = [f"Plan of {config.name!r} -> {config.output}", f"datasets ({len(config.datasets)}):"]
-    lines += [f"  {d.name:<24} {sizes[d.name]['rows']:>7} rows  {sizes[d.name]['features']:>4} features  "
-              f"{sizes[d.name]['classes']:>3} classes" for d in config.datasets]  # fmt: skip
+    lines += [
+        f"  {d.name:<24} {sizes[d.name]['rows']:>7} rows  {sizes[d.name]['features']:>4} features  "
+        f"{sizes[d.name]['classes']:>3} classes"
+        for d in config.datasets
+    ]
     lines.append(f"methods ({len(config.methods)}):")
     for m in config.methods:
         fixed = f" {json.dumps(dict(m.params))}" if m.params else ""
         grid = " x ".join(f"{k} in {list(v)}" for k, v in sorted(m.grid.items()))
         n = len(m.points())
-        lines.append(f"  {m.name:<24} {m.kind.describe()}{fixed}; {n} grid point{'s' * (n != 1)}"
-                     + (f": {grid}" if grid else ""))  # fmt: skip
-    calibrators = ", ".join(c.name if c.label is None else f"{c.label} ({c.name})" for c in config.calibrators)
-    conditions = ", ".join(f"{c.name} ({c.kind}{''.join(f' {k}={v}' for k, v in c.params().items())})"
-                           for c in config.conditions)  # fmt: skip
+        lines.append(
+            f"  {m.name:<24} {m.kind.describe()}{fixed}; {n} grid point{'s' * (n != 1)}"
+            + (f": {grid}" if grid else "")
+        )
+    calibrators = ", ".join(
+        c.name if c.label is None else f"{c.label} ({c.name})" for c in config.calibrators
+    )
+    conditions = ", ".join(
+        f"{c.name} ({c.kind}{''.join(f' {k}={v}' for k, v in c.params().items())})"
+        for c in config.conditions
+    )
     searched = sum(len(m.points()) for m in config.methods if len(m.points()) > 1)
-    return [*lines, f"calibrators: {calibrators or 'none'}", f"conditions: {conditions or 'none'}",
-            f"seeds: search {list(config.search_seeds)}, confirm {list(config.confirm_seeds)}; grid point "
-            f"chosen on mean validation NLL ({config.selection})",
-            f"fits: {len(config.datasets)} datasets x ({searched} searched grid points x "
-            f"{len(config.search_seeds)} search seeds + {len(config.methods)} methods x "
-            f"{len(config.confirm_seeds)} confirm seeds) = {len(plan.search) + plan.n_confirm} fits, "
-            f"{plan.n_fits} distinct (a confirm fit equal to a search fit runs once)"]  # fmt: skip
+    return [
+        *lines,
+        f"calibrators: {calibrators or 'none'}",
+        f"conditions: {conditions or 'none'}",
+        f"seeds: search {list(config.search_seeds)}, confirm {list(config.confirm_seeds)}; grid point "
+        f"chosen on mean validation NLL ({config.selection})",
+        f"fits: {len(config.datasets)} datasets x ({searched} searched grid points x "
+        f"{len(config.search_seeds)} search seeds + {len(config.methods)} methods x "
+        f"{len(config.confirm_seeds)} confirm seeds) = {len(plan.search) + plan.n_confirm} fits, "
+        f"{plan.n_fits} distinct (a confirm fit equal to a search fit runs once)",
+    ]
 
 
-def _estimate_line(plan: Plan, sizes: dict, records: list[dict], where: str, done: set[str], jobs) -> str:
+def _estimate_line(
+    plan: Plan, sizes: dict, records: list[dict], where: str, done: set[str], jobs
+) -> str:
     first = [next(iter(by_point.values())) for by_point in plan.confirm_candidates.values()]
     todo = {t.key: t for t in plan.search + plan.confirm_fixed + [t for ts in first for t in ts]}
     todo = [t for key, t in todo.items() if key not in done]  # each distinct fit once
     train = plan.config.splits.train
-    estimate = estimate_seconds([(t.dataset.name, t.method.name, sizes[t.dataset.name]["rows"] * train)
-                                 for t in todo], records)  # fmt: skip
+    estimate = estimate_seconds(
+        [(t.dataset.name, t.method.name, sizes[t.dataset.name]["rows"] * train) for t in todo],
+        records,
+    )
     if estimate is None:
-        return ("estimated time: none (a dry run trains nothing, and there are no records to measure from: "
-                "pass --estimate-from RESULTS_DIR of an earlier run of similar fits, or --resume with an "
-                "output folder that holds records)")  # fmt: skip
+        return (
+            "estimated time: none (a dry run trains nothing, and there are no records to measure from: "
+            "pass --estimate-from RESULTS_DIR of an earlier run of similar fits, or --resume with an "
+            "output folder that holds records)"
+        )
     seconds, by_pair, by_method, unestimated = estimate
-    how = (f"from the fit times of {len(records)} records in {where}: {by_pair} fits by the records of their "
-           f"dataset and method, {by_method} by their method's seconds per training row and epoch"
-           + (f", {unestimated} fits of methods without records not counted" if unestimated else ""))  # fmt: skip
+    how = (
+        f"from the fit times of {len(records)} records in {where}: {by_pair} fits by the records of their "
+        f"dataset and method, {by_method} by their method's seconds per training row and epoch"
+        + (f", {unestimated} fits of methods without records not counted" if unestimated else "")
+    )
     parallel = max(1, min(jobs, max(len(todo), 1)))
-    return (f"estimated time: {_format_seconds(seconds / parallel)} with {jobs} job{'s' * (jobs != 1)} "
-            f"({_format_seconds(seconds)} of fitting for {len(todo)} fits, {how})")  # fmt: skip
+    return (
+        f"estimated time: {_format_seconds(seconds / parallel)} with {jobs} job{'s' * (jobs != 1)} "
+        f"({_format_seconds(seconds)} of fitting for {len(todo)} fits, {how})"
+    )
 
 
-def dry_run(config: BenchmarkConfig, *, jobs: int = 1, resume: bool = False,
-            estimate_from: Sequence[str | Path] = (), offline: bool = False) -> str:  # fmt: skip
+def dry_run(
+    config: BenchmarkConfig,
+    *,
+    jobs: int = 1,
+    resume: bool = False,
+    estimate_from: Sequence[str | Path] = (),
+    offline: bool = False,
+) -> str:
     """The plan as text: datasets x methods x grid x seeds, number of fits, time estimate.
 
     Nothing is trained. The time estimate, if any, comes from the measured fit times
@@ -219,15 +249,19 @@ def dry_run(config: BenchmarkConfig, *, jobs: int = 1, resume: bool = False,
 
 # --------------------------------------------------------------------------- run
 def _summary_line(result: dict, task: FitTask, done: int, total: int, selection: str) -> str:
-    head = (f"[{done}/{total}] {task.dataset.name} | {task.method.name} | {point_label(task.point)} | "
-            f"seed {task.seed} ({task.stage})")  # fmt: skip
+    head = (
+        f"[{done}/{total}] {task.dataset.name} | {task.method.name} | {point_label(task.point)} | "
+        f"seed {task.seed} ({task.stage})"
+    )
     if not result["ok"]:
         return f"{head} | FAILED: {result['failure']['error']}"
     record = result["record"]
     test = record["test"]["raw"]
     chosen = record["validation"].get(selection)
-    line = (f"{head} | val NLL {'failed' if chosen is None else format(chosen['nll'], '.4f')} | "
-            f"test NLL {test['nll']:.4f} ECE {test['ece']:.4f} acc {test['accuracy']:.4f}")  # fmt: skip
+    line = (
+        f"{head} | val NLL {'failed' if chosen is None else format(chosen['nll'], '.4f')} | "
+        f"test NLL {test['nll']:.4f} ECE {test['ece']:.4f} acc {test['accuracy']:.4f}"
+    )
     for name in record["test"]:
         if name != "raw":
             stage = record["test"][name]
@@ -241,14 +275,27 @@ def _summary_line(result: dict, task: FitTask, done: int, total: int, selection:
 class _Progress:
     """The state of a run while fits come back: records, summary counts, progress output."""
 
-    def __init__(self, plan: Plan, store: RecordStore, records: dict, summary: RunSummary,
-                 stream: IO[str], progress: bool) -> None:  # fmt: skip
+    def __init__(
+        self,
+        plan: Plan,
+        store: RecordStore,
+        records: dict,
+        summary: RunSummary,
+        stream: IO[str],
+        progress: bool,
+    ) -> None:
         from tqdm.auto import tqdm
 
         self.plan, self.store, self.records, self.summary = plan, store, records, summary
         self.stream, self.progress = stream, progress
-        self.bar = tqdm(total=plan.n_fits, file=stream, disable=not progress or None, unit="fit",
-                        dynamic_ncols=True, desc=plan.config.name)  # fmt: skip
+        self.bar = tqdm(
+            total=plan.n_fits,
+            file=stream,
+            disable=not progress or None,
+            unit="fit",
+            dynamic_ncols=True,
+            desc=plan.config.name,
+        )
 
     def pending(self, tasks: Iterable[FitTask]) -> list[FitTask]:
         """The tasks not yet recorded (each key once); recorded ones count as skipped."""
@@ -265,8 +312,10 @@ class _Progress:
             (self.store.write if result["ok"] else self.store.write_failure)(item)
         except OSError as exc:
             what = "record" if result["ok"] else "failure note"
-            raise RunError(f"cannot write the {what} of fit {item['key']} into "
-                           f"{str(self.store.root)!r}: {exc.strerror or exc}") from None  # fmt: skip
+            raise RunError(
+                f"cannot write the {what} of fit {item['key']} into "
+                f"{str(self.store.root)!r}: {exc.strerror or exc}"
+            ) from None
         if result["ok"]:
             self.records[item["key"]] = item
             self.summary.n_finished += 1
@@ -325,7 +374,25 @@ def _load_records(store: RecordStore, plan: Plan, *, move: bool) -> dict[str, di
     return store.load(move=move, planned=planned, stages=config.stages, metrics=config.metrics)
 
 
+#: The file a runner writes into an output folder it creates (or finds empty, but for the
+#: lock file): the mark of the folders it may write into again. A folder of an older
+#: nescal-bench, which wrote no mark, is known by its ``config.json``, ``plan.json`` and
+#: ``records/``.
+MARK = ".nescal-bench"
+
+
 def _refuse_existing(store: RecordStore, output: Path, resume: bool) -> None:
+    """Refuse a folder that holds files nescal-bench did not write, and one that holds
+    records without ``resume``."""
+    found = sorted(p.name for p in output.iterdir() if p.name != ".lock") if output.is_dir() else []
+    if found and MARK not in found and not {"config.json", "plan.json", "records"} <= set(found):
+        shown = ", ".join(found[:5]) + (f", ... ({len(found)} entries)" if len(found) > 5 else "")
+        raise RunError(
+            f"the output directory {str(output)!r} holds files that nescal-bench did not write "
+            f"({shown}); it never writes into such a folder"
+            + (" (--resume continues only a folder of its own)" if resume else "")
+            + ": set 'output' to a new or an empty folder, or move those files away"
+        )
     existing = store.keys()
     if existing and not resume:
         raise RunError(
@@ -334,8 +401,16 @@ def _refuse_existing(store: RecordStore, output: Path, resume: bool) -> None:
         )
 
 
-def run_benchmark(config: BenchmarkConfig, *, jobs: int = 1, resume: bool = False, progress: bool = True,
-                  stream: IO[str] | None = None, report: bool = True, offline: bool = False) -> RunSummary:  # fmt: skip
+def run_benchmark(
+    config: BenchmarkConfig,
+    *,
+    jobs: int = 1,
+    resume: bool = False,
+    progress: bool = True,
+    stream: IO[str] | None = None,
+    report: bool = True,
+    offline: bool = False,
+) -> RunSummary:
     """Run every fit of ``config``, writing records to ``config.output``, then the report.
 
     Parameters
@@ -350,7 +425,9 @@ def run_benchmark(config: BenchmarkConfig, *, jobs: int = 1, resume: bool = Fals
         no planned fit has (another key: an edited config, a changed default, another
         library version or thread count) are ignored, and the run says so. Files that
         are not valid records are moved to ``records/corrupt/`` with a
-        :class:`~._records.CorruptRecordWarning`, and their fits run again.
+        :class:`~._records.CorruptRecordWarning`, and their fits run again. With or
+        without it, an existing folder that is not empty must be one of the runner's
+        own: the runner never writes into a folder of someone else's files.
     progress : bool, default=True
         Progress bar and one line per finished fit on ``stream``.
     stream : file or None, default=None
@@ -368,7 +445,8 @@ def run_benchmark(config: BenchmarkConfig, *, jobs: int = 1, resume: bool = Fals
     ------
     RunError
         Before any fit (and before ``config.json`` is written) if the output directory
-        is unusable, holds records without ``resume``, or is locked by another run.
+        is unusable, holds files that nescal-bench did not write (its own folders carry
+        :data:`MARK`), holds records without ``resume``, or is locked by another run.
     KeyboardInterrupt
         On Ctrl-C: every finished fit is recorded, the interrupted ones are not, the
         workers are stopped and the lock released.
@@ -395,6 +473,8 @@ def run_benchmark(config: BenchmarkConfig, *, jobs: int = 1, resume: bool = Fals
         real_dir(output)
         stack.enter_context(output_lock(output))
         _refuse_existing(store, output, resume)  # again, now that no other run can write
+        if {p.name for p in output.iterdir()} <= {".lock"}:  # new or empty: its own, marked
+            write_atomic(output / MARK, "A results folder of nescal-bench run.\n")
         store.remove_temporaries()  # left by a dead runner: only the lock holder writes
         records = _load_records(store, plan, move=True)
         _save_run(plan, output)
@@ -413,9 +493,12 @@ def run_benchmark(config: BenchmarkConfig, *, jobs: int = 1, resume: bool = Fals
 
         summary.seconds = time.perf_counter() - start
         if progress:
-            print(f"{config.name}: {summary.n_finished} fits finished, {summary.n_skipped} already recorded, "
-                  f"{len(summary.failures)} failed, in {_format_seconds(summary.seconds)}"
-                  + (f"; {len(missing)} method(s) lack search records" if missing else ""), file=stream)  # fmt: skip
+            print(
+                f"{config.name}: {summary.n_finished} fits finished, {summary.n_skipped} already recorded, "
+                f"{len(summary.failures)} failed, in {_format_seconds(summary.seconds)}"
+                + (f"; {len(missing)} method(s) lack search records" if missing else ""),
+                file=stream,
+            )
         if report:
             from ._report import write_report
 

@@ -25,24 +25,6 @@ from sklearn.model_selection import train_test_split
 from ._base import check_name
 from ._data import SUBSAMPLE_SEED, cap_rows, make_imbalanced, preprocess_split, take_rows
 
-__all__ = [
-    "DEFAULT_DATA_DIR",
-    "SKLEARN_DATASETS",
-    "SUITES",
-    "BenchmarkData",
-    "DataContext",
-    "DatasetSource",
-    "ImbalancedSource",
-    "LocalDataset",
-    "LocalSource",
-    "OpenMLSuiteSource",
-    "OpenMLTaskSource",
-    "SklearnSource",
-    "list_local_datasets",
-    "load_benchmark_data",
-    "load_local_dataset",
-]
-
 #: Where the development suite lives, relative to the repository root; the
 #: ``NESCAL_DATA_DIR`` environment variable overrides it.
 DEFAULT_DATA_DIR = Path("..") / "shared" / "data"
@@ -51,13 +33,12 @@ DEFAULT_DATA_DIR = Path("..") / "shared" / "data"
 SKLEARN_DATASETS = ("iris", "wine", "breast_cancer", "digits")
 
 #: Named suites of local datasets: ``{"suite": name}`` in a configuration's ``datasets``.
+# A data table: the suite's names wrapped at 100 columns, not one per line (fmt: skip).
 SUITES: dict[str, tuple[str, ...]] = {
-    "dev": (
-        "adult", "bank-marketing", "electricity", "shuttle", "letter", "magic-telescope",
-        "pendigits", "phoneme", "spambase", "churn", "mnist_784_5k", "fashion-mnist", "kc1",
-        "car", "credit-g", "vehicle", "diabetes", "soybean", "wdbc",
-    ),  # fmt: skip
-}
+    "dev": ("adult", "bank-marketing", "electricity", "shuttle", "letter", "magic-telescope",
+            "pendigits", "phoneme", "spambase", "churn", "mnist_784_5k", "fashion-mnist", "kc1",
+            "car", "credit-g", "vehicle", "diabetes", "soybean", "wdbc"),
+}  # fmt: skip
 
 
 def data_dir(folder: str | os.PathLike | None) -> Path:
@@ -83,8 +64,10 @@ def list_local_datasets(folder: str | os.PathLike | None = None) -> list[dict]:
     ``$NESCAL_DATA_DIR`` or ``../shared/data``)."""
     path = data_dir(folder) / "manifest.json"
     if not path.is_file():
-        raise FileNotFoundError(f"No manifest.json in data_dir={str(path.parent)!r} (resolved to "
-                                f"{str(path.parent.resolve())!r}); pass data_dir or set NESCAL_DATA_DIR.")  # fmt: skip
+        raise FileNotFoundError(
+            f"No manifest.json in data_dir={str(path.parent)!r} (resolved to "
+            f"{str(path.parent.resolve())!r}); pass data_dir or set NESCAL_DATA_DIR."
+        )
     return json.loads(path.read_text())
 
 
@@ -99,7 +82,7 @@ def load_local_dataset(name: str, folder: str | os.PathLike | None = None) -> Lo
     y = frame.pop("target")
     if isinstance(y.dtype, pd.CategoricalDtype):
         y = y.astype(str)
-    return LocalDataset(name, frame, y, entries[name])
+    return LocalDataset(name, X=frame, y=y, info=entries[name])
 
 
 @dataclass(frozen=True)
@@ -154,7 +137,7 @@ class DatasetSource:
         X, y = cap_rows(X, np.asarray(y), context.max_rows)
         if hasattr(X, "reset_index"):
             X = X.reset_index(drop=True)
-        return BenchmarkData(self.name, X, np.asarray(y))
+        return BenchmarkData(self.name, X=X, y=np.asarray(y))
 
     def raw(self, context: DataContext) -> tuple[Any, np.ndarray]:
         """All the rows: features and labels."""
@@ -211,7 +194,9 @@ class LocalSource(DatasetSource):
     def describe(self, context: DataContext) -> dict:
         """From the manifest, without reading the parquet file."""
         entry = next(e for e in list_local_datasets(context.data_dir) if e["name"] == self.ref)
-        rows = entry["n_rows"] if context.max_rows is None else min(entry["n_rows"], context.max_rows)
+        rows = (
+            entry["n_rows"] if context.max_rows is None else min(entry["n_rows"], context.max_rows)
+        )
         return {"rows": rows, "features": entry["n_features"], "classes": entry["n_classes"]}
 
     def check_files(self, folder: Path) -> str | None:
@@ -306,7 +291,7 @@ class OpenMLTaskSource(DatasetSource):
         from ._openml import load_openml_task
 
         task = load_openml_task(int(self.ref), context.openml, offline=context.offline)
-        return BenchmarkData(self.name, task.X, np.asarray(task.y), task)
+        return BenchmarkData(self.name, X=task.X, y=np.asarray(task.y), task=task)
 
     def prepare(self, context: DataContext) -> None:
         """Load the task once (an unavailable task stops the run before any fit)."""
@@ -323,7 +308,9 @@ class OpenMLTaskSource(DatasetSource):
         train, val = train_test_split(
             train_all, test_size=splits.task_validation, stratify=y[train_all], random_state=seed
         )
-        split = preprocess_split(data.X, y, np.sort(train), np.sort(val), np.asarray(test), np.unique(y))
+        split = preprocess_split(
+            data.X, y, np.sort(train), np.sort(val), np.asarray(test), np.unique(y)
+        )
         return split, f"openml task {data.task.task_id} repeat {repeat} fold {fold}"
 
     def split_identity(self, splits) -> dict:

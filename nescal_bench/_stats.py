@@ -12,16 +12,6 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import wilcoxon
 
-__all__ = [
-    "PairedComparison",
-    "average_ranks",
-    "paired_comparison",
-    "relative_change",
-    "unit_table",
-    "wilcoxon_p",
-    "wins_ties_losses",
-]
-
 
 def wilcoxon_p(differences) -> float:
     """Two-sided Wilcoxon signed-rank p-value of paired ``differences`` (scipy, zero
@@ -29,7 +19,7 @@ def wilcoxon_p(differences) -> float:
 
     Examples
     --------
-    >>> from nescal_bench._stats import wilcoxon_p
+    >>> from nescal_bench import wilcoxon_p
     >>> wilcoxon_p([-20.0, -10.0, 5.0])  # ranks 3, 2 negative, 1 positive: P(W <= 1) = 2/8
     0.5
     """
@@ -46,7 +36,7 @@ def relative_change(values, reference) -> np.ndarray:
 
     Examples
     --------
-    >>> from nescal_bench._stats import relative_change
+    >>> from nescal_bench import relative_change
     >>> relative_change([0.9, 1.2], [1.0, 1.0]).round(6).tolist()
     [-10.0, 20.0]
     """
@@ -54,14 +44,16 @@ def relative_change(values, reference) -> np.ndarray:
     return 100.0 * (values - reference) / reference
 
 
-def wins_ties_losses(values, reference, *, greater_is_better: bool, tolerance: float) -> tuple[int, int, int]:
+def wins_ties_losses(
+    values, reference, *, greater_is_better: bool, tolerance: float
+) -> tuple[int, int, int]:
     """Pairs where ``values`` beat, tie with or lose to ``reference``.
 
     A tie is a difference of at most ``tolerance`` times ``|reference|`` (relative).
 
     Examples
     --------
-    >>> from nescal_bench._stats import wins_ties_losses
+    >>> from nescal_bench import wins_ties_losses
     >>> wins_ties_losses([1.0, 3.0, 5.0], [2.0, 3.01, 4.0], greater_is_better=False,
     ...                  tolerance=0.01)
     (1, 1, 1)
@@ -134,7 +126,7 @@ def paired_comparison(
 
     Examples
     --------
-    >>> from nescal_bench._stats import paired_comparison
+    >>> from nescal_bench import paired_comparison
     >>> c = paired_comparison({"x": 0.9, "y": 0.5},
     ...                       {"ce": {"x": 1.0, "y": 1.0}, "ls": {"x": 0.8, "y": 2.0}},
     ...                       greater_is_better=False)
@@ -156,11 +148,8 @@ def paired_comparison(
     accuracy_change = None
     if accuracy is not None:
         ours_acc, theirs_acc = accuracy
-        accuracy_change = float(
-            np.median(
-                [ours_acc[d] - theirs_acc[r][d] for r, d in zip(chosen, datasets, strict=True)]
-            )
-        )
+        gaps = [ours_acc[d] - theirs_acc[r][d] for r, d in zip(chosen, datasets, strict=True)]
+        accuracy_change = float(np.median(gaps))
     return PairedComparison(
         datasets=datasets,
         references=chosen,
@@ -179,7 +168,9 @@ def unit_table(frame, conditions: Sequence[str], stage: str, metric: str):
     import pandas as pd
 
     rows = frame[
-        frame["condition"].isin(conditions) & (frame["stage"] == stage) & (frame["metric"] == metric)
+        frame["condition"].isin(conditions)
+        & (frame["stage"] == stage)
+        & (frame["metric"] == metric)
     ]
     if len(conditions) > 1:
         rows = rows.assign(dataset=rows["dataset"] + ", " + rows["condition"])
@@ -195,7 +186,7 @@ def average_ranks(table, *, greater_is_better: bool) -> tuple[dict[str, float], 
     Examples
     --------
     >>> import pandas as pd
-    >>> from nescal_bench._stats import average_ranks
+    >>> from nescal_bench import average_ranks
     >>> table = pd.DataFrame({"a": [1.0, 2.0, None], "b": [2.0, 2.0, 0.0]}, index=list("xyz"))
     >>> average_ranks(table, greater_is_better=False)
     ({'a': 1.25, 'b': 1.75}, 2)

@@ -22,8 +22,6 @@ import signal
 import threading
 import time
 
-__all__ = ["INTERVAL", "PARENT_GONE_STATUS", "ensure_parent_alive", "watch_parent"]
-
 #: Seconds between two checks of the parent.
 INTERVAL = 0.5
 

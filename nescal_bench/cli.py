@@ -18,11 +18,12 @@ Exit status:
 * 0 on success;
 * 1 when some fits failed (they are in ``OUTPUT/failures/`` and the report, and
   ``--resume`` retries them);
-* 2 for a bad config or command line, an unusable output directory (a file, a NUL in
-  the path, no write permission, the data folder), an output directory that holds
-  records without ``--resume`` or is locked by another run, an OpenML task that
-  cannot be loaded (or, with ``--offline``, is not cached), a comparison that cannot be
-  made; nothing is written then (``config.json`` included);
+* 2 without the lab's extra (the message is its install command), for a bad config or
+  command line, an unusable output directory (a file, a NUL in the path, no write
+  permission, the data folder), an output directory that holds files nescal-bench did
+  not write, or records without ``--resume``, or is locked by another run, an OpenML
+  task that cannot be loaded (or, with ``--offline``, is not cached), a comparison that
+  cannot be made; nothing is written then (``config.json`` included);
 * 130 when interrupted (Ctrl-C): every finished fit is recorded, the interrupted ones
   are not, the worker processes are stopped, and ``--resume`` continues.
 
@@ -45,74 +46,119 @@ import warnings
 __all__ = ["main"]
 
 
-_FLAG = {"action": "store_true"}
-_SEEDS = ("--confirm-seeds", {"nargs": "+", "type": int, "metavar": "S",
-                              "help": "confirm seeds to use (default: each folder's own)"})
-_FOLDERS = ("results_dirs", {"nargs": "+", "metavar": "RESULTS_DIR", "help": "results folders (pooled)"})
-_BOTH = ["ce", "label_smoothing"]
-
-#: Each command: its help, then its arguments (name, argparse keywords).
-COMMANDS = {
-    "run": ("run every fit of a config, then write the report", [
-        ("config", {"metavar": "CONFIG", "help": "JSON configuration file"}),
-        ("--dry-run", {**_FLAG, "help": "print the plan and train nothing; the time estimate, if "
-                       "any, comes from the fit times of existing records (--resume, --estimate-from)"}),
-        ("--estimate-from", {"nargs": "+", "default": [], "metavar": "RESULTS_DIR",
-                             "help": "with --dry-run: results folders whose records' fit times give the estimate"}),
-        ("--jobs", {"type": int, "default": 1, "metavar": "N", "help": "parallel fits (joblib)"}),
-        ("--resume", {**_FLAG, "help": "skip fits already recorded"}),
-        ("--offline", {**_FLAG, "help": "load only cached OpenML tasks (an uncached one stops the run)"}),
-    ]),
-    "report": ("(re)write report.md and report.html", [
-        ("results_dir", {"metavar": "RESULTS_DIR", "help": "the 'output' of a run"}),
-    ]),
-    "validate": ("check a config and exit (imports no path outside the lab's packages)", [
-        ("config", {"metavar": "CONFIG", "help": "JSON configuration file"}),
-    ]),
-    "compare": ("paired comparisons of methods across datasets (markdown)", [
-        _FOLDERS, _SEEDS,
-        ("--references", {"nargs": "+", "default": _BOTH, "metavar": "M",
-                          "help": "methods every other is compared with (skipped when absent)"}),
-        ("--best-of", {"nargs": "*", "default": _BOTH, "metavar": "M",
-                       "help": "also compare with the per-dataset better of these methods (none: skip)"}),
-        ("--condition", {"default": "clean", "metavar": "NAME",
-                         "help": "an evaluation condition of the runs (default: the clean test rows)"}),
-        ("--metric", {"metavar": "NAME", "help": "metric compared (default: nll, or the condition's "
-                      "own, e.g. auroc for OOD rows)"}),
-        ("--methods", {"nargs": "+", "metavar": "M",
-                       "help": "compare only these methods (references are added; default: all)"}),
-        ("--stages", {"nargs": "+", "metavar": "STAGE",
-                      "help": "only these stages: raw and calibrator names or labels (default: all)"}),
-        ("--plot", {"metavar": "PNG", "help": "also draw the per-dataset changes against the first "
-                    "reference to this PNG"}),
-        ("--plot-methods", {"nargs": "+", "metavar": "M",
-                            "help": "methods drawn by --plot (default: every method but the references)"}),
-    ]),
-    "calibrators": ("the post-hoc calibrators of a run side by side (markdown)", [
-        _FOLDERS, _SEEDS,
-        ("--methods", {"nargs": "+", "metavar": "M", "help": "only the fits of these methods (default: all)"}),
-        ("--reference", {"default": "temperature", "metavar": "STAGE",
-                         "help": "the calibrator the others are compared with (default: temperature)"}),
-        ("--tolerance", {"type": float, "default": 5.0, "metavar": "PCT",
-                         "help": "a fit is hurt when calibration raises its test NLL by more (default: 5)"}),
-    ]),
-}  # fmt: skip
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="nescal-bench", description="Config-driven calibration benchmarks of nescal_sklearn."
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name, (help_text, arguments) in COMMANDS.items():
-        command = commands.add_parser(name, help=help_text)
-        for argument, keywords in arguments:
-            command.add_argument(argument, **keywords)
+    flag = {"action": "store_true"}
+    run = commands.add_parser("run", help="run every fit of a config, then write the report")
+    run.add_argument("config", metavar="CONFIG", help="JSON configuration file")
+    run.add_argument(
+        "--dry-run",
+        **flag,
+        help="print the plan and train nothing; the time estimate, if any, comes from the fit "
+        "times of existing records (--resume, --estimate-from)",
+    )
+    run.add_argument(
+        "--estimate-from",
+        nargs="+",
+        default=[],
+        metavar="RESULTS_DIR",
+        help="with --dry-run: results folders whose records' fit times give the estimate",
+    )
+    run.add_argument("--jobs", type=int, default=1, metavar="N", help="parallel fits (joblib)")
+    run.add_argument("--resume", **flag, help="skip fits already recorded")
+    run.add_argument(
+        "--offline", **flag, help="load only cached OpenML tasks (an uncached one stops the run)"
+    )
+    report = commands.add_parser("report", help="(re)write report.md and report.html")
+    report.add_argument("results_dir", metavar="RESULTS_DIR", help="the 'output' of a run")
+    validate = commands.add_parser(
+        "validate", help="check a config and exit (imports no path outside the lab's packages)"
+    )
+    validate.add_argument("config", metavar="CONFIG", help="JSON configuration file")
+    compare = commands.add_parser(
+        "compare", help="paired comparisons of methods across datasets (markdown)"
+    )
+    calibrators = commands.add_parser(
+        "calibrators", help="the post-hoc calibrators of a run side by side (markdown)"
+    )
+    for command in (compare, calibrators):
+        folders = {"nargs": "+", "metavar": "RESULTS_DIR", "help": "results folders (pooled)"}
+        command.add_argument("results_dirs", **folders)
+        seeds = "confirm seeds to use (default: each folder's own)"
+        command.add_argument("--confirm-seeds", nargs="+", type=int, metavar="S", help=seeds)
+    both = ["ce", "label_smoothing"]
+    compare.add_argument(
+        "--references",
+        nargs="+",
+        default=both,
+        metavar="M",
+        help="methods every other is compared with (skipped when absent)",
+    )
+    compare.add_argument(
+        "--best-of",
+        nargs="*",
+        default=both,
+        metavar="M",
+        help="also compare with the per-dataset better of these methods (none: skip)",
+    )
+    compare.add_argument(
+        "--condition",
+        default="clean",
+        metavar="NAME",
+        help="an evaluation condition of the runs (default: the clean test rows)",
+    )
+    compare.add_argument(
+        "--metric",
+        metavar="NAME",
+        help="metric compared (default: nll, or the condition's own, e.g. auroc for OOD rows)",
+    )
+    compare.add_argument(
+        "--methods",
+        nargs="+",
+        metavar="M",
+        help="compare only these methods (references are added; default: all)",
+    )
+    compare.add_argument(
+        "--stages",
+        nargs="+",
+        metavar="STAGE",
+        help="only these stages: raw and calibrator names or labels (default: all)",
+    )
+    compare.add_argument(
+        "--plot",
+        metavar="PNG",
+        help="also draw the per-dataset changes against the first reference to this PNG",
+    )
+    compare.add_argument(
+        "--plot-methods",
+        nargs="+",
+        metavar="M",
+        help="methods drawn by --plot (default: every method but the references)",
+    )
+    calibrators.add_argument(
+        "--methods", nargs="+", metavar="M", help="only the fits of these methods (default: all)"
+    )
+    calibrators.add_argument(
+        "--reference",
+        default="temperature",
+        metavar="STAGE",
+        help="the calibrator the others are compared with (default: temperature)",
+    )
+    calibrators.add_argument(
+        "--tolerance",
+        type=float,
+        default=5.0,
+        metavar="PCT",
+        help="a fit is hurt when calibration raises its test NLL by more (default: 5)",
+    )
     return parser
 
 
 def _calibrators(args) -> int:
-    from ._report import calibrators_markdown, subset
+    from ._compare import calibrators_markdown, subset
     from ._results import results_frame
 
     frame = subset(results_frame(args.results_dirs, args.confirm_seeds), args.methods)
@@ -121,7 +167,7 @@ def _calibrators(args) -> int:
 
 
 def _compare(args) -> int:
-    from ._report import compare_markdown, plot_comparison, subset
+    from ._compare import compare_markdown, plot_comparison, subset
     from ._results import results_frame
 
     pooled = results_frame(args.results_dirs, args.confirm_seeds)
@@ -133,7 +179,9 @@ def _compare(args) -> int:
             methods = list(dict.fromkeys([*args.methods, *extra]))
         pooled = subset(pooled, methods, args.stages)
     under = {"condition": args.condition, "metric": args.metric}
-    print(compare_markdown(pooled, references=args.references, best_of=args.best_of, **under), end="")
+    print(
+        compare_markdown(pooled, references=args.references, best_of=args.best_of, **under), end=""
+    )
     if args.plot is not None:
         drawn = args.plot_methods or sorted(set(pooled["method"]) - set(args.references))
         plot_comparison(pooled, drawn, args.references[0], args.plot, **under)
@@ -174,9 +222,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(args) -> int:
     from ._base import ConfigError, RunError
+    from ._compare import CompareError
     from ._config import load_config
     from ._openml import OpenMLUnavailableError
-    from ._report import CompareError, write_report
+    from ._report import write_report
     from ._runner import dry_run, run_benchmark
 
     try:
@@ -191,10 +240,14 @@ def _main(args) -> int:
         config = load_config(args.config, imports=args.command == "run")
         if args.command == "validate":
             n_points = sum(len(m.points()) for m in config.methods)
-            print(f"{args.config}: valid ({len(config.datasets)} datasets, {len(config.methods)} methods, "
-                  f"{n_points} grid points, {len(config.calibrators)} calibrators, {len(config.conditions)} conditions)")  # fmt: skip
+            print(
+                f"{args.config}: valid ({len(config.datasets)} datasets, {len(config.methods)} methods, "
+                f"{n_points} grid points, {len(config.calibrators)} calibrators, {len(config.conditions)} conditions)"
+            )
             for where, ref in config.deferred:
-                print(f"{where}: {ref!r} is not imported by validate; run imports it (a config is code)")
+                print(
+                    f"{where}: {ref!r} is not imported by validate; run imports it (a config is code)"
+                )
             return 0
         if args.jobs < 1:
             raise ConfigError("--jobs", f"expected int >= 1, got {args.jobs}")
@@ -210,13 +263,20 @@ def _main(args) -> int:
         print(f"nescal-bench: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("nescal-bench: interrupted; every finished fit is recorded, rerun with --resume to continue.",
-              file=sys.stderr)  # fmt: skip
+        print(
+            "nescal-bench: interrupted; every finished fit is recorded, rerun with --resume to continue.",
+            file=sys.stderr,
+        )
         return 130
-    print(f"{summary.report['headline']}\nReport: {summary.report['markdown']} and {summary.report['html']}")
+    print(
+        f"{summary.report['headline']}\nReport: {summary.report['markdown']} and {summary.report['html']}"
+    )
     if summary.failures:
-        print(f"{len(summary.failures)} fit(s) failed; see {summary.output / 'failures'} (rerun with --resume to "
-              "retry them).", file=sys.stderr)  # fmt: skip
+        print(
+            f"{len(summary.failures)} fit(s) failed; see {summary.output / 'failures'} (rerun with --resume to "
+            "retry them).",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import numpy as np
 
+from ._compare import render, table
 from ._conditions import CLEAN
 from ._config import BenchmarkConfig, validate_config
 from ._figures import plot_changes
 from ._records import RecordStore
-from ._report import render, table
 from ._results import RunResults
 from ._runner import plan_run, run_benchmark
 from ._stats import paired_comparison, unit_table, wins_ties_losses
@@ -68,8 +68,10 @@ def config_frame(config: BenchmarkConfig):
     folder = Path(config.output)
     planned = plan.index.keys()
     store = RecordStore(folder)
-    records = {k: r for k, r in store.load(move=False).items() if k in planned} if store.keys() else {}
-    return RunResults(folder, plan.config, plan.index, records).frame()
+    records = (
+        {k: r for k, r in store.load(move=False).items() if k in planned} if store.keys() else {}
+    )
+    return RunResults(folder, plan.config, plan.index, records=records).frame()
 
 
 def stage_label(stage: str) -> str:
@@ -77,7 +79,9 @@ def stage_label(stage: str) -> str:
     return "after TS" if stage == "temperature" else f"after {stage}"
 
 
-def versus(frame, reference: str, *, stage: str, metric: str = "nll", tolerance: float = 0.01) -> dict:
+def versus(
+    frame, reference: str, *, stage: str, metric: str = "nll", tolerance: float = 0.01
+) -> dict:
     """Every method's paired comparison with ``reference`` on the seed means per dataset:
     ``method -> {"comparison", "wtl", "accuracy", "raw"}`` (the raw-stage comparison,
     and the median accuracy change in points), for the methods sharing a dataset with it."""
@@ -86,8 +90,11 @@ def versus(frame, reference: str, *, stage: str, metric: str = "nll", tolerance:
     raw = unit_table(frame, [CLEAN], "raw", metric)
     out = {}
     for method in (m for m in values.columns if m != reference and reference in values):
-        c = paired_comparison(values[method].to_dict(), {reference: values[reference].to_dict()},
-                              greater_is_better=False)  # fmt: skip
+        c = paired_comparison(
+            values[method].to_dict(),
+            {reference: values[reference].to_dict()},
+            greater_is_better=False,
+        )
         if c is None:
             continue
         mine, theirs = values.loc[c.datasets, method], values.loc[c.datasets, reference]
@@ -96,8 +103,11 @@ def versus(frame, reference: str, *, stage: str, metric: str = "nll", tolerance:
             "comparison": c,
             "wtl": wins_ties_losses(mine, theirs, greater_is_better=False, tolerance=tolerance),
             "accuracy": 100 * float(acc),
-            "raw": paired_comparison(raw[method].to_dict(), {reference: raw[reference].to_dict()},
-                                     greater_is_better=False),  # fmt: skip
+            "raw": paired_comparison(
+                raw[method].to_dict(),
+                {reference: raw[reference].to_dict()},
+                greater_is_better=False,
+            ),
         }
     return out
 

@@ -1,5 +1,8 @@
-"""Code lines of the library and of the lab: lines holding code, docstrings, comments and
-blank lines excluded (the count of ``reviews/architecture-ed7ab4a.md``).
+"""Code lines of the library and of the lab, counted on formatted source: each file as
+``ruff format`` writes it with the project's settings (line length 100), every
+``# fmt: skip`` ignored, then the lines holding code (docstrings, comments and blank lines
+excluded, the count of ``reviews/architecture-ed7ab4a.md``). Folding code onto fewer lines
+changes nothing in the count; only deleting code does (``reviews/architecture-8e13b82.md``).
 
 Run from the repository root (``git stash`` or another checkout gives the "before")::
 
@@ -10,12 +13,36 @@ from __future__ import annotations
 
 import ast
 import io
+import re
+import subprocess
+import sys
+import tempfile
 import tokenize
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SKIPPED = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
-           tokenize.ENDMARKER}  # fmt: skip
+SKIPPED = {
+    tokenize.COMMENT,
+    tokenize.NL,
+    tokenize.NEWLINE,
+    tokenize.INDENT,
+    tokenize.DEDENT,
+    tokenize.ENDMARKER,
+}
+#: A ``# fmt: skip`` marker at the end of a line.
+FMT_SKIP = re.compile(r"[ \t]*# fmt: skip[ \t]*$", re.MULTILINE)
+
+#: The lab, wherever it lives: the package and the console script's entry point (before
+#: them the library's benchmark room and its command line), the scripts of
+#: ``benchmarks/`` and the tools of ``tools/``.
+LAB = (
+    "nescal_bench",
+    "nescal_bench_command.py",
+    "nescal_sklearn/benchmark",
+    "nescal_sklearn/cli.py",
+    "benchmarks/*.py",
+    "tools",
+)
 
 
 def code_lines(source: str) -> int:
@@ -23,11 +50,13 @@ def code_lines(source: str) -> int:
     docstrings: set[int] = set()
     for node in ast.walk(ast.parse(source)):
         body = getattr(node, "body", None)
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body:
+        kinds = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+        if isinstance(node, kinds) and body:
             first = body[0]
-            if isinstance(first, ast.Expr) and isinstance(getattr(first, "value", None), ast.Constant) \
-                    and isinstance(first.value.value, str):  # fmt: skip
-                docstrings.update(range(first.lineno, first.end_lineno + 1))
+            value = getattr(first, "value", None)
+            if isinstance(first, ast.Expr) and isinstance(value, ast.Constant):
+                if isinstance(value.value, str):
+                    docstrings.update(range(first.lineno, first.end_lineno + 1))
     lines: set[int] = set()
     for token in tokenize.generate_tokens(io.StringIO(source).readline):
         if token.type not in SKIPPED:
@@ -35,29 +64,44 @@ def code_lines(source: str) -> int:
     return len(lines - docstrings)
 
 
-#: The lab, wherever it lives: the package, or before it the library's benchmark room and
-#: its command line; and the scripts of ``benchmarks/``.
-LAB = ("nescal_bench", "nescal_sklearn/benchmark", "nescal_sklearn/cli.py", "benchmarks/*.py")
+def formatted(sources: list[str]) -> list[str]:
+    """``sources`` as ``ruff format`` writes them with the project's settings, every
+    ``# fmt: skip`` ignored."""
+    with tempfile.TemporaryDirectory() as folder:
+        copies = [Path(folder) / f"f{i}.py" for i in range(len(sources))]
+        for copy, source in zip(copies, sources, strict=True):
+            copy.write_text(FMT_SKIP.sub("", source))
+        command = [sys.executable, "-m", "ruff", "format", "--quiet", "--config"]
+        subprocess.run([*command, str(ROOT / "pyproject.toml"), folder], check=True)
+        return [copy.read_text() for copy in copies]
+
+
+def files(*paths: str, root: Path = ROOT) -> list[Path]:
+    """The Python files at ``paths`` (files, folders searched recursively, or glob
+    patterns) under ``root``; absent paths give none."""
+    found: set[Path] = set()
+    for path in paths:
+        matches = root.glob(path) if "*" in path else [root / path]
+        found.update(p for f in matches for p in ([f] if f.is_file() else f.rglob("*.py")))
+    return sorted(found)
 
 
 def count(*paths: str, root: Path = ROOT) -> int:
-    """Code lines of the Python files at ``paths`` (files, folders searched recursively, or
-    glob patterns) under ``root``; absent paths count 0."""
-    files: set[Path] = set()
-    for path in paths:
-        found = root.glob(path) if "*" in path else [root / path]
-        files.update(p for f in found for p in ([f] if f.is_file() else f.rglob("*.py")))
-    return sum(code_lines(f.read_text()) for f in files)
+    """Formatted code lines of the Python files at ``paths`` (see :func:`files`)."""
+    sources = [f.read_text() for f in files(*paths, root=root)]
+    return sum(code_lines(source) for source in formatted(sources))
 
 
 def lab(root: Path = ROOT) -> int:
-    """Code lines of the lab."""
+    """Formatted code lines of the lab."""
     return count(*LAB, root=root)
 
 
 def library(root: Path = ROOT) -> int:
-    """Code lines of the library (``nescal_sklearn`` less a benchmark room it may hold)."""
-    return count("nescal_sklearn", root=root) - count("nescal_sklearn/benchmark", "nescal_sklearn/cli.py", root=root)
+    """Formatted code lines of the library (``nescal_sklearn`` less a benchmark room it may
+    hold)."""
+    room = ("nescal_sklearn/benchmark", "nescal_sklearn/cli.py")
+    return count("nescal_sklearn", root=root) - count(*room, root=root)
 
 
 if __name__ == "__main__":
@@ -65,5 +109,3 @@ if __name__ == "__main__":
     parts = {path: count(path, root=here) for path in LAB}
     print(f"library (nescal_sklearn): {library(here)}")
     print(f"lab: {lab(here)} (" + ", ".join(f"{p} {n}" for p, n in parts.items() if n) + ")")
-    # tools/: audits of the reviews (the reliability review's re-measurement), not the lab
-    print(f"tools, outside both: {count('tools', root=here)}")

@@ -151,11 +151,47 @@ def test_lightgbm_threads(cancer, monkeypatch):
     LightGBMClassifier(n_estimators=2).fit(X, y)
     LightGBMClassifier(n_estimators=2, n_threads=3).fit(X, y)
     # The runner sets n_threads (a THREAD_PARAMS name) to the budget and passes X_val.
-    split = Split(X, y, X_val, y_val, X_test, y_test, np.unique(y))
+    split = Split(
+        X_train=X,
+        y_train=y,
+        X_val=X_val,
+        y_val=y_val,
+        X_test=X_test,
+        y_test=y_test,
+        classes=np.unique(y),
+    )
     model = _fit(LightGBMClassifier(random_state=0), split, threads=2)
     assert requested == [1, 3, 2]
     assert model.n_threads == 2
     assert model.best_iteration_ < model.n_iter_ < model.n_estimators
+
+
+def test_validation_rows_go_to_the_estimators_that_early_stop_on_them(cancer):
+    """The library's rule (takes_validation_rows): HGB's early_stopping="auto" is not
+    given X_val (below 10,000 rows it ignores them, so its fit is the same either way)."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    class Recording(HistGradientBoostingClassifier):
+        def fit(self, X, y, sample_weight=None, *, X_val=None, y_val=None):
+            self.given_X_val_ = X_val is not None
+            return super().fit(X, y, sample_weight, X_val=X_val, y_val=y_val)
+
+    (X, y), (X_val, y_val), (X_test, y_test) = cancer
+    split = Split(
+        X_train=X,
+        y_train=y,
+        X_val=X_val,
+        y_val=y_val,
+        X_test=X_test,
+        y_test=y_test,
+        classes=np.unique(y),
+    )
+    for early_stopping, given in (("auto", False), (True, True), (False, False)):
+        model = _fit(Recording(early_stopping=early_stopping, random_state=0), split)
+        assert model.given_X_val_ is given
+    auto = Recording(random_state=0)
+    with_rows = auto.fit(X, y, X_val=X_val, y_val=y_val).predict_proba(X_test)
+    np.testing.assert_array_equal(with_rows, _fit(auto, split).predict_proba(X_test))
 
 
 def test_lightgbm_in_a_benchmark_config():

@@ -20,7 +20,7 @@ from nescal_bench import (
     results_frame,
     run_benchmark,
 )
-from nescal_bench._report import subset
+from nescal_bench._compare import subset
 from nescal_bench._results import _frame, _rows
 from nescal_bench._stats import (
     paired_comparison,

@@ -334,6 +334,90 @@ def test_parameter_errors_are_the_librarys_own_messages_after_the_config_path():
     )
 
 
+def test_a_parameter_error_is_located_by_its_param_and_other_errors_blame_the_method(
+    monkeypatch,
+):
+    """The lab reads ParameterError.param (the library's structured error), never the
+    message; any other error of a method's checks blames the method."""
+    from nescal_sklearn.exceptions import ParameterError
+
+    def check(self, estimator):
+        for param, value in estimator.get_params(deep=False).items():
+            if value == 13:
+                raise ParameterError(param, "a message the lab does not read")
+        if estimator.batch_size == 7:
+            raise ValueError("not a ParameterError")
+
+    monkeypatch.setattr(LossMethod, "check", check)
+    grid = [{"loss": "ce"}, {"name": "b", "loss": "ce", "grid": {"lr": [0.1, 13.0]}}]
+    for changes, where in [
+        ({"budget": {"max_epochs": 13}}, "budget.max_epochs"),
+        ({"methods": [{"loss": "ce", "params": {"batch_size": 13}}]}, "methods[0].params.batch_size"),
+        ({"methods": grid, "search_seeds": [0]}, "methods[1].grid.lr[1]"),
+    ]:
+        check_error(config_with(**changes), f"{where}: a message the lab does not read")
+    check_error(
+        config_with(methods=[{"loss": "ce", "params": {"batch_size": 7}}]),
+        "methods[0]: not a ParameterError",
+    )
+
+
+def test_scikit_learn_constraints_name_their_parameter():
+    from nescal_bench._methods import ClassifierMethod
+    from nescal_sklearn.exceptions import ParameterError
+
+    method = ClassifierMethod("sklearn.linear_model.LogisticRegression")
+    with pytest.raises(ParameterError) as caught:
+        method.check(method.build({"C": -1.0}, seed=0))
+    assert caught.value.param == "C"
+    assert str(caught.value) == (
+        "The 'C' parameter of LogisticRegression must be a float in the range (0.0, inf]. "
+        "Got -1.0 instead."
+    )
+
+
+COMMAND = (
+    "import importlib.util as util, sys\n"
+    "{hide}"
+    "sys.argv = ['nescal-bench', 'validate', 'no/such/config.json']\n"
+    "from nescal_bench_command import main\n"  # the console script's entry point
+    "sys.exit(main())\n"
+)
+# pandas as if not installed: find_spec answers None, and an import of it fails
+WITHOUT_PANDAS = (
+    "find = util.find_spec\n"
+    "util.find_spec = lambda name, *a: None if name == 'pandas' else find(name, *a)\n"
+    "class Block:\n"
+    "    def find_spec(self, name, path=None, target=None):\n"
+    "        if name.partition('.')[0] == 'pandas':\n"
+    "            raise ModuleNotFoundError(f'No module named {{name!r}}', name=name)\n"
+    "sys.meta_path.insert(0, Block())\n"
+)
+
+
+def test_the_command_without_the_bench_extra_prints_its_install_line():
+    import subprocess
+    import sys
+
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+    root = CONFIGS.parents[1]
+    scripts = tomllib.loads((root / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts == {"nescal-bench": "nescal_bench_command:main"}
+    program = COMMAND.format(hide=WITHOUT_PANDAS)
+    result = subprocess.run([sys.executable, "-c", program], cwd=root, capture_output=True, text=True)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == (
+        "nescal-bench: error: nescal_bench needs the lab's extra (pandas missing): "
+        "pip install -e '.[bench]'\n"
+    )
+    # with the extra, the same entry point is the command
+    result = subprocess.run(
+        [sys.executable, "-c", COMMAND.format(hide="")], cwd=root, capture_output=True, text=True
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith("nescal-bench: error: cannot read config file 'no/such/config.json'")
+
+
 def test_validate_command(tmp_path, capsys):
     from nescal_bench.cli import main
 

@@ -100,10 +100,9 @@ def _rows(cls, severity: int, context, seed: int = 0, family: str = "f"):
 # --------------------------------------------------------------------------- layout
 def test_layout_imputes_what_the_fitted_pipeline_imputes(mixed):
     context, preprocessor = mixed
-    layout = context.layout
     names = preprocessor.get_feature_names_out()
-    assert [names[j] for j in layout.numeric] == ["a", "b", "c"]
-    prefixes = [{names[j].rsplit("_", 1)[0] for j in group} for group in layout.groups]
+    assert [names[j] for j in context.numeric] == ["a", "b", "c"]
+    prefixes = [{names[j].rsplit("_", 1)[0] for j in group} for group in context.groups]
     assert prefixes == [{"colour"}, {"size"}]
     # a raw row with every value missing, through the fitted pipeline
     empty = pd.DataFrame(
@@ -116,10 +115,8 @@ def test_layout_imputes_what_the_fitted_pipeline_imputes(mixed):
         }
     )
     imputed = preprocessor.transform(empty)[0]
-    np.testing.assert_allclose(layout.numeric_fill, imputed[layout.numeric], rtol=1e-12)
-    assert abs(layout.numeric_fill[2]) > 0.05  # the median, not the mean (which would be 0)
-    for group, filled in zip(layout.groups, layout.group_fill, strict=True):
-        assert imputed[group].tolist() == [float(i == filled) for i in range(len(group))]
+    np.testing.assert_allclose(context.imputed_row, imputed, rtol=1e-12)
+    assert abs(context.imputed_row[2]) > 0.05  # the median, not the mean (which would be 0)
 
 
 def test_layout_skips_the_columns_the_imputers_drop():
@@ -127,19 +124,25 @@ def test_layout_skips_the_columns_the_imputers_drop():
     frame["empty_number"] = np.nan  # all missing: both imputers drop such columns
     frame["empty_text"] = pd.Series([np.nan] * len(frame), dtype=object)
     train, val, test = _parts(y)
-    layout = preprocess_split(frame, y, train, val, test).layout
+    split = preprocess_split(frame, y, train, val, test)
     preprocessor = make_tabular_preprocessor().fit(frame.iloc[train])
     names = preprocessor.get_feature_names_out()
-    assert [names[j] for j in layout.numeric] == ["a", "b", "c"]
-    assert len(layout.groups) == 2 and len(layout.numeric_fill) == 3
+    assert [names[j] for j in split.layout.numeric] == ["a", "b", "c"]
+    assert len(split.layout.groups) == 2
+    assert len(split.imputed_row) == split.layout.n_features == split.X_train.shape[1]
 
 
-def test_a_plain_array_is_all_numeric_imputed_at_the_mean():
-    X = np.random.default_rng(0).normal(size=(60, 4))
+@pytest.mark.parametrize("kind", ["array", "numeric frame"])
+def test_a_plain_array_or_numeric_frame_is_all_numeric_imputed_at_the_mean(kind):
+    # A frame without categorical columns keeps the rule the stored records of
+    # missing_values were measured with: a missing entry at 0, the training mean.
+    X = np.random.default_rng(0).exponential(size=(60, 4))
     y = np.arange(60) % 2
-    split = preprocess_split(X, y, *_parts(y))
-    assert split.layout.numeric.tolist() == [0, 1, 2, 3] and split.layout.groups == ()
-    assert split.layout.numeric_fill.tolist() == [0.0] * 4
+    split = preprocess_split(X if kind == "array" else pd.DataFrame(X), y, *_parts(y))
+    context = ConditionContext(split)
+    assert split.layout is None and split.imputed_row is None
+    assert context.numeric.tolist() == [0, 1, 2, 3] and context.groups == ()
+    assert context.imputed_row.tolist() == [0.0] * 4
 
 
 # --------------------------------------------------------------------------- monotonicity
@@ -176,7 +179,7 @@ def test_feature_noise_is_in_training_sds_on_numeric_columns_only():
     frame, y = mixed_frame(n=4000, seed=1)
     split = preprocess_split(frame, y, *_parts(y))
     context = ConditionContext(split)
-    numeric = context.layout.numeric
+    numeric = context.numeric
     sd = split.X_train[:, numeric].std(axis=0, dtype=np.float64)
     draws = []
     for severity, scale in zip(range(1, 6), (0.25, 0.5, 1.0, 1.5, 2.0), strict=True):
@@ -193,16 +196,16 @@ def test_missing_values_share_and_imputed_values():
     frame, y = mixed_frame(n=4000, seed=2)
     split = preprocess_split(frame, y, *_parts(y))
     context = ConditionContext(split)
-    layout = context.layout
-    X = context.X_test
-    fill = layout.numeric_fill.astype(np.float32)
+    X, numeric = context.X_test, context.numeric
+    fill = context.imputed_row.astype(np.float32)
     for severity, share in zip(range(1, 6), (0.1, 0.2, 0.35, 0.5, 0.7), strict=True):
         out = _rows(MissingValues, severity, context)
-        before, after = X[:, layout.numeric], out[:, layout.numeric]
+        before, after = X[:, numeric], out[:, numeric]
         changed = after != before
-        assert np.all((after == fill)[changed])  # a missing entry is the imputed median
-        assert abs(changed.sum() / (before != fill).sum() - share) < 0.04  # 4 sd of 2400 draws
-        for group, filled in zip(layout.groups, layout.group_fill, strict=True):
+        assert np.all((after == fill[numeric])[changed])  # a missing entry is the imputed median
+        assert abs(changed.sum() / (before != fill[numeric]).sum() - share) < 0.04  # 4 sd
+        for group in context.groups:
+            filled = int(np.argmax(fill[group]))
             changed = np.any(out[:, group] != X[:, group], axis=1)
             assert np.all(out[changed][:, group].argmax(axis=1) == filled)  # the mode
             elsewhere = X[:, group].argmax(axis=1) != filled
@@ -211,7 +214,7 @@ def test_missing_values_share_and_imputed_values():
 
 def test_scale_drift_rescales_a_growing_subset_around_the_mean(context):
     X = context.X_test.astype(np.float64)
-    numeric = context.layout.numeric
+    numeric = context.numeric
     mean = context.split.X_train[:, numeric].mean(axis=0, dtype=np.float64)
     settings_ = ((0.2, 2.0), (0.4, 3.0), (0.6, 4.0), (0.8, 5.0), (1.0, 6.0))
     for severity, (share, factor) in enumerate(settings_, start=1):
@@ -233,17 +236,17 @@ def test_category_swap_moves_a_share_to_another_seen_category():
     X = context.X_test
     for severity, share in zip(range(1, 6), (0.1, 0.25, 0.4, 0.6, 0.8), strict=True):
         out = _rows(CategorySwap, severity, context)
-        for group in context.layout.groups:
+        for group in context.groups:
             assert np.all(out[:, group].sum(axis=1) == 1)  # still one category
             swapped = np.any(out[:, group] != X[:, group], axis=1)
             assert abs(swapped.mean() - share) < 0.07  # 4 sd of 800 draws
             assert np.all(out[swapped][:, group].argmax(1) != X[swapped][:, group].argmax(1))
-        numeric = context.layout.numeric
+        numeric = context.numeric
         np.testing.assert_array_equal(out[:, numeric], X[:, numeric])
 
 
 def test_pc_shift_moves_every_row_along_sklearns_first_component(context):
-    numeric = context.layout.numeric
+    numeric = context.numeric
     pca = PCA(n_components=1).fit(context.split.X_train[:, numeric].astype(np.float64))
     n = len(context.split.X_train)
     sd = math.sqrt(pca.explained_variance_[0] * (n - 1) / n)  # ddof=0 along the component

@@ -204,9 +204,9 @@ def test_foreign_rows_map_evenly_spaced_numeric_columns(data_dir):
     wide = pd.read_parquet(data_dir / "wide.parquet").drop(columns=["target", "label_text"])
     values = wide.iloc[rows, [0, 9, 19, 29, 39]].to_numpy(dtype=float)
     expected = (values - values.mean(0)) / values.std(0)
-    numeric = context.layout.numeric
+    numeric = context.numeric
     np.testing.assert_allclose(out[:, numeric], expected, rtol=1e-5, atol=1e-6)
-    one_hot = context.layout.groups[0]
+    one_hot = context.groups[0]
     np.testing.assert_array_equal(out[:, one_hot], split.X_test[order][:, one_hot])
 
 

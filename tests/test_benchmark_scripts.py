@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,17 @@ def run_script(*args: str, cwd: Path = ROOT) -> str:
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout
+
+
+def test_scripts_import_only_the_labs_public_names():
+    private = []
+    for path in sorted((ROOT / "benchmarks").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("nescal_bench"):
+                names = [*node.module.split("."), *(alias.name for alias in node.names)]
+                if any(name.startswith("_") for name in names):
+                    private.append(f"{path.name}:{node.lineno}")
+    assert private == []
 
 
 def test_overhead_quick():

@@ -7,7 +7,11 @@ review (S1, S2, S4, S5 of ``reliability-ed7ab4a.md``) as tests that now fail to 
   through (``.lock``, ``report.md``, ``figures/*``, ``records/corrupt``, a record);
 * S1: ``validate`` imports nothing outside the lab's own packages;
 * S2: a pickle planted in a config-named OpenML cache is never loaded, and ``--offline``
-  refuses a task that is not cached.
+  refuses a task that is not cached;
+
+and those of ``reliability-8e13b82.md``: ``run`` never writes into a folder of someone
+else's files (X08); ``validate`` imports nothing named in grids, nor a trusted package
+shadowed by a local folder (Z03, Z05-Z08).
 """
 
 from __future__ import annotations
@@ -149,6 +153,50 @@ def test_corrupt_records_never_move_through_a_symlink(finished, tmp_path):
     assert not list((tmp_path / "victim_dir").iterdir()) and (tmp_path / "elsewhere.json").read_text() == "{}"
 
 
+# --------------------------------------------------------------------------- X08
+def test_run_never_writes_into_a_folder_of_someone_elses_files(tmp_path, capsys):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    for name in ("config.json", "report.md", "plan.json"):
+        (mine / name).write_text(f"the user's own {name}\n")
+    path = tmp_path / "cfg.json"
+    path.write_text(json.dumps({**TINY, "output": str(mine)}))
+    refusal = (
+        f"nescal-bench: error: the output directory {str(mine)!r} holds files that nescal-bench "
+        "did not write (config.json, plan.json, report.md); it never writes into such a folder"
+    )
+    advice = ": set 'output' to a new or an empty folder, or move those files away\n"
+    assert main(["run", str(path)]) == 2
+    assert capsys.readouterr().err == refusal + advice
+    assert main(["run", str(path), "--resume"]) == 2
+    assert capsys.readouterr().err == (
+        refusal + " (--resume continues only a folder of its own)" + advice
+    )
+    assert sorted(p.name for p in mine.iterdir()) == ["config.json", "plan.json", "report.md"]
+    for name in ("config.json", "report.md", "plan.json"):
+        assert (mine / name).read_text() == f"the user's own {name}\n"
+
+
+def test_the_runner_takes_new_and_empty_folders_and_continues_its_own(finished, tmp_path):
+    from nescal_bench._records import RecordStore
+    from nescal_bench._runner import MARK, _refuse_existing
+
+    assert (finished / MARK).is_file()  # made by the runner, marked
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    run_benchmark(validate_config({**TINY, "output": str(empty)}), progress=False, report=False)
+    assert (empty / MARK).is_file()
+    # a folder of an older nescal-bench, without the mark: config.json, plan.json, records/
+    old = tmp_path / "old"
+    shutil.copytree(finished, old)
+    (old / MARK).unlink()
+    config = validate_config({**TINY, "output": str(old)})
+    summary = run_benchmark(config, resume=True, progress=False, report=False)
+    assert (summary.n_skipped, summary.n_finished) == (1, 0) and not (old / MARK).exists()
+    for folder in sorted((ROOT / "benchmarks" / "results").iterdir()):  # the committed ones
+        _refuse_existing(RecordStore(folder), folder, resume=True)
+
+
 # --------------------------------------------------------------------------- S1
 EVIL = """import pathlib
 pathlib.Path(__file__).with_name("PWNED").write_text("imported")
@@ -177,6 +225,51 @@ def test_validate_imports_no_module_a_config_names(tmp_path, how):
         "methods[2]: 'evil_mod.Net' is not imported by validate; run imports it (a config is code)\n"
     )  # (the stdlib's `this` would have printed the Zen of Python)
     assert not (tmp_path / "PWNED").exists()
+
+
+VOTING = "sklearn.ensemble.VotingClassifier"
+
+
+@pytest.mark.parametrize("how", ["module", "pythonpath"])
+def test_validate_imports_nothing_from_grids_nor_a_shadowed_trusted_package(tmp_path, how):
+    """Z03, Z05-Z08 of reliability-8e13b82: import paths in grid values and in members nested
+    in grid values, and a local folder named like a trusted package (pytabkit): each is
+    listed, and left to run."""
+    (tmp_path / "evil_mod.py").write_text(EVIL)
+    (tmp_path / "pytabkit").mkdir()  # first on sys.path under python -m, before site-packages
+    (tmp_path / "pytabkit" / "__init__.py").write_text(EVIL.replace("Evil", "X"))
+    members = [[["a", {"class": "this.X"}]]], [[["a", {"class": "evil_mod.Evil"}]]]
+    methods = [
+        {"name": "z03", "loss": "ce", "grid": {"module": ["this.X"]}},
+        {"name": "z05", "estimator": VOTING, "grid": {"estimators": members[0]}},
+        {"name": "z06", "loss": "ce", "grid": {"module": ["evil_mod.Net"]}},
+        {"name": "z07", "estimator": VOTING, "grid": {"estimators": members[1]}},
+        {"name": "z08", "estimator": "pytabkit.X"},
+    ]
+    config = {**TINY, "recipe": "2026-12-04", "output": str(tmp_path / "out"), "methods": methods}
+    (tmp_path / "cfg.json").write_text(json.dumps(config))
+    path = [str(ROOT), str(tmp_path)] if how == "pythonpath" else [str(ROOT)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
+    result = subprocess.run(
+        [sys.executable, "-m", "nescal_bench.cli", "validate", "cfg.json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr
+    deferred = ["this.X", "this.X", "evil_mod.Net", "evil_mod.Evil", "pytabkit.X"]
+    assert result.stdout == "".join(
+        [
+            "cfg.json: valid (1 datasets, 5 methods, 5 grid points, 1 calibrators, 0 conditions)\n",
+            *(
+                f"methods[{i}]: {ref!r} is not imported by validate; run imports it (a config is "
+                "code)\n"
+                for i, ref in enumerate(deferred)
+            ),
+        ]
+    )  # (the stdlib's `this` would have printed the Zen of Python)
+    assert not (tmp_path / "PWNED").exists() and not (tmp_path / "pytabkit" / "PWNED").exists()
 
 
 # --------------------------------------------------------------------------- S2

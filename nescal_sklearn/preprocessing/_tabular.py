@@ -45,7 +45,8 @@ class TabularPreprocessor(ColumnTransformer):
     The same transformer, plus the layout of its output: ``column_layout_`` says which
     output columns are the scaled numeric features and which one-hot encode each
     categorical feature, so that a classifier is told the layout instead of guessing it
-    (``NeSCalClassifier(categorical_features=preprocessor.column_layout_)``).
+    (``NeSCalClassifier(categorical_features=preprocessor.column_layout_)``), and
+    ``imputed_row_`` says what a missing value becomes in each output column.
     """
 
     @property
@@ -66,6 +67,39 @@ class TabularPreprocessor(ColumnTransformer):
                 groups.append(tuple(range(start, start + size)))
                 start += size
         return ColumnLayout(n_features, tuple(numeric), tuple(groups))
+
+    @property
+    def imputed_row_(self) -> np.ndarray:
+        """The output of an input row whose every value is missing (available once fitted).
+
+        A numeric column holds its training median after scaling (what the median
+        imputer and then the scaler make of a missing value); the one-hot columns of a
+        categorical feature encode its most frequent training category (the imputer's
+        choice). So a missing entry can be written into the output directly, with the
+        value the preprocessor would give it, without sending the rows through again.
+        A float64 array of shape ``(n_features_out,)``, in the order of ``column_layout_``.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from nescal_sklearn import make_tabular_preprocessor
+        >>> X = pd.DataFrame({"age": [20.0, 30.0, 70.0], "city": ["a", "b", "b"]})
+        >>> make_tabular_preprocessor().fit(X).imputed_row_.round(3).tolist()
+        [-0.463, 0.0, 1.0]
+        """
+        check_is_fitted(self, "output_indices_")
+        row = np.zeros(sum(s.stop - s.start for s in self.output_indices_.values()))
+        for name in ("numeric", "categorical"):
+            columns = self.output_indices_.get(name, slice(0, 0))
+            if columns.stop == columns.start:
+                continue
+            steps = self.named_transformers_[name]
+            statistics = steps.named_steps["simpleimputer"].statistics_
+            # NaN for an all-missing training column, which the imputer drops
+            filled = [v for v in statistics if not (isinstance(v, float) and np.isnan(v))]
+            dtype = float if name == "numeric" else object
+            row[columns] = steps[-1].transform(np.asarray([filled], dtype=dtype))[0]
+        return row
 
 
 def make_tabular_preprocessor(
