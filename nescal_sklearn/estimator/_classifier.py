@@ -69,9 +69,6 @@ RECIPE_PARAMS = (
     "patience",
 )
 
-#: Deprecated parameters of the default network -> where they live now.
-DEPRECATED_MODULE_OPTIONS = ("n_members", "numeric_embedding", "categorical_embedding")
-
 #: Integer parameters, which refuse a bool (True is an ``int`` to Python).
 INT_PARAMS = ("max_epochs", "batch_size", "patience", "unfreeze_at", "n_threads")
 
@@ -230,12 +227,6 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         backward pass can make fits at different ``n_threads`` differ by rounding.
     verbose : int, default=0
         0: silent; 1: skorch's per-epoch table; 2: also a progress bar per epoch.
-    n_members, numeric_embedding, categorical_embedding : deprecated
-        Options of the default network: pass them in ``module_kwargs``. Removed in the
-        next release.
-    numeric_scaling : deprecated
-        ``"robust"`` scales the numeric columns inside the estimator; use
-        ``make_tabular_pipeline(numeric_scaling="robust")``. Removed in the next release.
 
     Attributes
     ----------
@@ -265,8 +256,6 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
     column_layout_ : ColumnLayout or None
         The column layout the network's options used (declared or read from the
         values); None when none was needed.
-    input_scaler_ : ColumnScaler or None
-        The fitted deprecated ``numeric_scaling`` (None without it).
     history_ : skorch.history.History
         Per-epoch log: ``train_loss``, ``valid_nll`` (validation NLL),
         ``valid_refined_nll`` and ``valid_temperature`` (after the best temperature on
@@ -330,13 +319,6 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         "device": [str, torch.device],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
-        "n_members": [
-            StrOptions({"deprecated"}),
-            Interval(numbers.Integral, 1, None, closed="left"),
-        ],
-        "numeric_embedding": [StrOptions({"deprecated", "periodic", "pbld"}), None],
-        "numeric_scaling": [StrOptions({"deprecated", "robust"}), None],
-        "categorical_embedding": [StrOptions({"deprecated"}), "boolean"],
     }
 
     def __init__(
@@ -368,10 +350,6 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         device: str = "cpu",
         random_state: int | np.random.RandomState | None = None,
         verbose: int = 0,
-        n_members="deprecated",
-        numeric_embedding="deprecated",
-        numeric_scaling="deprecated",
-        categorical_embedding="deprecated",
     ) -> None:
         self.loss = loss
         self.recipe = recipe
@@ -399,10 +377,6 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
-        self.n_members = n_members
-        self.numeric_embedding = numeric_embedding
-        self.numeric_scaling = numeric_scaling
-        self.categorical_embedding = categorical_embedding
 
     # ------------------------------------------------------------------ fitting
     def fit(
@@ -515,8 +489,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
     def _resolved_settings(self) -> Mapping[str, Any]:
         """The training settings of this fit: the recipe's, then the parameters set.
 
-        Validates the parameters (scikit-learn's constraints, and what they cannot say)
-        and turns the deprecated ones into their new form, with a ``FutureWarning``.
+        Validates the parameters (scikit-learn's constraints, and what they cannot say).
         """
         self._validate_params()
         for name in INT_PARAMS:
@@ -536,35 +509,6 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
             settings["early_stopping"] = "nll" if settings["early_stopping"] else False
         settings["hidden_sizes"] = self._checked_hidden_sizes(settings["hidden_sizes"])
         module_kwargs = dict(self.module_kwargs or {})
-        for name in DEPRECATED_MODULE_OPTIONS:
-            value = getattr(self, name)
-            if isinstance(value, str) and value == "deprecated":
-                continue
-            if self.module is not None:
-                raise ValueError(
-                    f"{name}={value!r} configures the default network (module=None), but "
-                    f"module={self.module!r} was given. Configure your module instead: an "
-                    "ensemble module returns logits of shape (n, n_members, n_classes)."
-                )
-            if isinstance(value, bool) and name == "n_members":
-                raise ValueError(f"n_members must be an int, not a bool; got {value!r}.")
-            warnings.warn(
-                f"NeSCalClassifier({name}=...) is deprecated and will be removed in the next "
-                f"release; pass module_kwargs={{{name!r}: {value!r}}} instead.",
-                FutureWarning,
-                stacklevel=3,
-            )
-            module_kwargs.setdefault(name, value)
-        numeric_scaling = None
-        if not (isinstance(self.numeric_scaling, str) and self.numeric_scaling == "deprecated"):
-            numeric_scaling = self.numeric_scaling
-            warnings.warn(
-                "NeSCalClassifier(numeric_scaling=...) is deprecated and will be removed in "
-                "the next release; scale in the preprocessing instead: "
-                "make_tabular_pipeline(numeric_scaling='robust').",
-                FutureWarning,
-                stacklevel=3,
-            )
         uses_layout = self.module is None and (
             module_kwargs.get("numeric_embedding") is not None
             or bool(module_kwargs.get("categorical_embedding"))
@@ -574,8 +518,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
             module_kwargs=MappingProxyType(module_kwargs),
             class_weight=self.class_weight,
             categorical_features=self.categorical_features,
-            numeric_scaling=numeric_scaling,
-            needs_layout=uses_layout or numeric_scaling is not None,
+            needs_layout=uses_layout,
         )
         return MappingProxyType(settings)
 
@@ -934,7 +877,6 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         self.warmup_ = None if plan is None else plan["warmup"]
         self.n_neighbors_ = None if plan is None else plan["n_neighbors"]
         self.column_layout_ = data.layout
-        self.input_scaler_ = data.scaler
         module = net.module_.eval()
         for param in module.parameters():
             param.requires_grad_(True)  # a frozen part is frozen for training only
@@ -1002,8 +944,6 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
 
     def _forward(self, X) -> np.ndarray:
         X = validate_data(self, X, dtype=np.float32, reset=False)
-        if self.input_scaler_ is not None:
-            X = self.input_scaler_.transform(X)
         if not X.flags.writeable:
             X = X.copy()
         return _module_logits(self.module_, X)

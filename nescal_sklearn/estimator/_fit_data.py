@@ -1,4 +1,4 @@
-"""Preparing a fit's data, as one pure step: validate, encode, weigh, split, lay out, scale.
+"""Preparing a fit's data, as one pure step: validate, encode, weigh, split, lay out.
 
 :func:`prepare_fit_data` reads the estimator's *resolved* settings and the data passed to
 ``fit`` and returns one frozen :class:`FitData`. It sets nothing on the estimator: the
@@ -23,7 +23,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from ..preprocessing import ColumnLayout, ColumnScaler
+from ..preprocessing import ColumnLayout
 
 __all__ = ["FitData", "prepare_fit_data"]
 
@@ -41,8 +41,7 @@ class FitData:
     feature_names_in : ndarray of str or None
         Column names of a DataFrame ``X`` with string names.
     X_train, y_train : ndarray
-        Training rows (float32, after the deprecated ``numeric_scaling``) and their
-        encoded labels (int64, indices into ``classes``).
+        Training rows (float32) and their encoded labels (int64, indices into ``classes``).
     w_train : ndarray or None
         Training weights scaled to mean 1 (float32); None when they are all equal.
     X_valid, y_valid, w_valid : ndarray or None
@@ -53,8 +52,6 @@ class FitData:
     layout : ColumnLayout or None
         The column layout the network's options use (declared, or guessed when
         ``categorical_features=None``); None when nothing needs one.
-    scaler : ColumnScaler or None
-        The fitted deprecated ``numeric_scaling`` (None without it).
     """
 
     classes: np.ndarray
@@ -68,7 +65,6 @@ class FitData:
     w_valid: np.ndarray | None
     held_out: bool
     layout: ColumnLayout | None
-    scaler: ColumnScaler | None
 
 
 def _plain(value):
@@ -265,7 +261,7 @@ def _validation_rows(estimator, X_val, y_val, sample_weight_val, classes, encode
 
 
 def _layout(settings: Mapping[str, Any], X_train: np.ndarray) -> ColumnLayout | None:
-    """The declared layout; else the guessed one, when the network or scaler needs one."""
+    """The declared layout; else the guessed one, when the network needs one."""
     declared = settings["categorical_features"]
     n_features = X_train.shape[1]
     if isinstance(declared, ColumnLayout):
@@ -301,7 +297,7 @@ def prepare_fit_data(
     settings : mapping
         The fit's resolved settings: ``early_stopping`` (``"nll"``, ``"refinement"`` or
         False), ``validation_fraction``, ``class_weight``, ``categorical_features``,
-        ``needs_layout`` (bool) and ``numeric_scaling`` (None or ``"robust"``).
+        and ``needs_layout`` (bool).
     X, y, sample_weight, X_val, y_val, sample_weight_val
         As passed to ``fit``.
     rng : RandomState
@@ -362,11 +358,6 @@ def prepare_fit_data(
     w_train = _training_weights(w_train)
     w_valid = _validation_weights(w_valid)
     layout = _layout(settings, X_train)
-    scaler = None
-    if settings["numeric_scaling"] is not None:
-        scaler = ColumnScaler(list(layout.numeric)).fit(X_train)
-        X_train = scaler.transform(X_train)
-        X_valid = None if X_valid is None else scaler.transform(X_valid)
     return FitData(
         classes=classes,
         n_features_in=scratch.n_features_in_,
@@ -379,5 +370,4 @@ def prepare_fit_data(
         w_valid=w_valid,
         held_out=X_val is None and X_valid is not None,
         layout=layout,
-        scaler=scaler,
     )
