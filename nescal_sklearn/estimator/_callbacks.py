@@ -181,8 +181,6 @@ class BuildNeighbourhood(Callback):
     n_neighbors : int or None, default=None
         Neighbours per row, when the fit clamped the spec's ``n_neighbors``; None: the
         spec's.
-    y_train : torch.Tensor or None, default=None
-        The training rows' encoded labels (for a loss smoothing towards labels).
     """
 
     def __init__(
@@ -193,11 +191,9 @@ class BuildNeighbourhood(Callback):
         embedding_layer: str | None,
         random_state: int,
         n_neighbors: int | None = None,
-        y_train: torch.Tensor | None = None,
     ) -> None:
         self.loss = loss
         self.X_train = X_train
-        self.y_train = y_train
         self.max_epochs = max_epochs
         self.embedding_layer = embedding_layer
         self.random_state = random_state
@@ -221,7 +217,6 @@ class BuildNeighbourhood(Callback):
             random_state=self.random_state,
             embedding_layer=self.embedding_layer,
             n_neighbors=self.n_neighbors,
-            y=self.y_train,
         )
         net.history.record("graph_seconds", net.nescal_.build_seconds)
 

@@ -735,7 +735,6 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
                 self.embedding_layer,
                 seed,
                 n_neighbors=plan["n_neighbors"],
-                y_train=torch.as_tensor(data.y_train),
             )
         callbacks["penalty_schedule"] = PenaltySchedule()
         callbacks["train_penalty"] = PassthroughScoring(name="train_penalty", on_train=True)

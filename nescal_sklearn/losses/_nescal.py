@@ -19,12 +19,7 @@ from ..penalties import (
 )
 from ._base import TrainingLoss, get_loss, register_loss
 
-__all__ = ["NeSCalLoss", "TARGETS"]
-
-#: What each row is smoothed towards: its neighbours' cached *predictions* (NeSCal), or
-#: their *labels*, i.e. the class frequencies of its neighbourhood (LoCal Nets, Barbera et
-#: al., AISTATS 2026).
-TARGETS = ("predictions", "labels")
+__all__ = ["NeSCalLoss"]
 
 #: Each string setting of :class:`NeSCalLoss` -> its allowed values, taken from the layer
 #: that implements them.
@@ -38,7 +33,6 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "adaptive": ADAPTIVE,
     "cache": CACHE_MODES,
     "member_graph": MEMBER_GRAPHS,
-    "target": TARGETS,
 }
 
 
@@ -138,7 +132,6 @@ class NeSCalLoss(TrainingLoss):
     adaptive = None
     cache = "batch"
     member_graph = "shared"
-    target = "predictions"
 
     def __init__(
         self,
@@ -223,7 +216,6 @@ class NeSCalLoss(TrainingLoss):
         random_state: int | None = None,
         embedding_layer: str | None = None,
         n_neighbors: int | None = None,
-        y: torch.Tensor | None = None,
     ) -> NeSCalRuntime:
         """Build the graph on ``module``'s embeddings of the training rows ``X``.
 
@@ -249,10 +241,6 @@ class NeSCalLoss(TrainingLoss):
         n_neighbors : int or None, default=None
             Neighbours per row for this fit, instead of the spec's ``n_neighbors``
             (what an estimator uses when the data holds too few rows for it).
-        y : Tensor of shape (n_samples,) or None, default=None
-            Label-encoded targets of the rows; needed with ``target="labels"``, whose
-            cache holds the rows' one-hot labels (never refreshed), so that a row's
-            soft target is its neighbours' class frequencies.
 
         Returns
         -------
@@ -271,12 +259,9 @@ class NeSCalLoss(TrainingLoss):
             return_similarities=self.adaptive == "density",
             member_graph=self.member_graph,
         )
-        log_probs, cache = found.log_probs, self.cache
-        if self.target == "labels":
-            log_probs, cache = _label_log_probs(y, found.log_probs), "frozen"
         smoothing = NeighbourhoodSmoothing(
             found.neighbors,
-            log_probs,
+            found.log_probs,
             aggregation=self.aggregation,
             divergence=self.divergence,
             target_temperature=float(self.target_temperature),
@@ -290,7 +275,7 @@ class NeSCalLoss(TrainingLoss):
             start_epoch=start_epoch,
             end_epoch=max(max_epochs, start_epoch + 1),
             build_seconds=found.seconds,
-            cache=cache,
+            cache=self.cache,
         )
 
     def set_params(self, **params) -> NeSCalLoss:
@@ -332,21 +317,6 @@ class NeSCalLoss(TrainingLoss):
         if sample_weight is None:
             return self.base().forward(logits, target)
         return self.base()(logits, target, sample_weight=sample_weight)
-
-
-def _label_log_probs(y: torch.Tensor | None, like: torch.Tensor) -> torch.Tensor:
-    """Log one-hot labels of the rows, shaped as the cache ``like`` (an ensemble's cache
-    holds one row per member of each row: row ``i * k + m``)."""
-    if y is None:
-        raise ValueError(
-            "NeSCalLoss: target='labels' smooths towards the neighbours' labels, so "
-            "build_runtime needs the rows' labels y."
-        )
-    y = torch.as_tensor(y, dtype=torch.long)
-    n_members = like.shape[0] // y.shape[0]
-    one_hot = torch.nn.functional.one_hot(y, like.shape[1]).to(like.dtype)
-    one_hot = one_hot.repeat_interleave(n_members, dim=0)
-    return torch.log(one_hot.clamp_min(torch.finfo(like.dtype).tiny))
 
 
 def _check_int(owner: str, name: str, value, *, low: int, none: bool = False) -> None:
