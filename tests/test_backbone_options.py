@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 import pickle
+import re
+import sys
 import warnings
 
 import numpy as np
@@ -65,6 +67,18 @@ def test_periodic_embedding_embeds_only_numeric_columns():
 
     assert isinstance(clf.module_.embedding, PeriodicEmbeddings)
     assert clf.predict_proba(X).shape == (len(y), 3)
+
+
+def test_periodic_embedding_without_its_extra_names_the_install_line(monkeypatch):
+    X, y = _mixed()
+    monkeypatch.setitem(sys.modules, "rtdl_num_embeddings", None)  # as if not installed
+    message = (
+        "numeric_embedding='periodic' needs the rtdl_num_embeddings package, which the "
+        "periodic extra brings: pip install 'nescal-sklearn[periodic]'"
+    )
+    clf = NeSCalClassifier("ce", module_kwargs={"numeric_embedding": "periodic"}, **FAST)
+    with pytest.raises(ImportError, match=f"^{re.escape(message)}$"):
+        clf.fit(X, y)
 
 
 @pytest.mark.parametrize("schedule", ["cosine", "flat_cosine"])

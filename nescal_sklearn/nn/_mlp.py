@@ -153,8 +153,8 @@ def _periodic_embeddings(n_embedded: int, d_embedding: int) -> nn.Module:
         from rtdl_num_embeddings import PeriodicEmbeddings
     except ImportError as exc:
         raise ImportError(
-            "numeric_embedding='periodic' needs the rtdl_num_embeddings package: "
-            "pip install rtdl_num_embeddings"
+            "numeric_embedding='periodic' needs the rtdl_num_embeddings package, which the "
+            "periodic extra brings: pip install 'nescal-sklearn[periodic]'"
         ) from exc
     return PeriodicEmbeddings(n_embedded, d_embedding=d_embedding, lite=False)
 
@@ -248,7 +248,8 @@ class TabularMLP(nn.Module):
         ``"periodic"`` embeds the columns ``embedded_features`` with
         ``rtdl_num_embeddings.PeriodicEmbeddings(n_embedded, numeric_embedding_dim,
         lite=False)`` (Gorishniy et al., 2022, "On embeddings for numerical features in
-        tabular deep learning"; needs the ``rtdl_num_embeddings`` package); ``"pbld"``
+        tabular deep learning"; needs the ``rtdl_num_embeddings`` package:
+        ``pip install 'nescal-sklearn[periodic]'``); ``"pbld"``
         with RealMLP's :class:`PBLDEmbeddings`. Either flattens the embedded columns to
         ``n_embedded * numeric_embedding_dim`` columns and appends the other columns,
         unchanged, after them. With ``n_members > 1`` all members share this one
