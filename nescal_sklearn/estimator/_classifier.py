@@ -22,6 +22,7 @@ from skorch.dataset import Dataset
 from skorch.helper import predefined_split
 from torch import nn
 
+from .._params import is_int, plain
 from ..exceptions import PenaltyInactiveWarning
 from ..losses import LOSSES, TrainingLoss, get_loss
 from ..nn import build_module, ensemble_logits
@@ -71,11 +72,6 @@ RECIPE_PARAMS = (
 
 #: Integer parameters, which refuse a bool (True is an ``int`` to Python).
 INT_PARAMS = ("max_epochs", "batch_size", "patience", "unfreeze_at", "n_threads")
-
-
-def _plain(value):
-    """A numpy scalar as the Python number or string it holds (for error messages)."""
-    return value.item() if isinstance(value, np.generic) else value
 
 
 def _epoch_history(history):
@@ -525,10 +521,8 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
     @staticmethod
     def _checked_hidden_sizes(sizes) -> tuple[int, ...]:
         entries = list(sizes) if isinstance(sizes, list | tuple | np.ndarray) else None
-        if entries is None or not all(
-            isinstance(h, numbers.Integral) and not isinstance(h, bool) and h >= 1 for h in entries
-        ):
-            shown = [_plain(h) for h in entries] if entries is not None else sizes
+        if entries is None or not all(is_int(h) and h >= 1 for h in entries):
+            shown = [plain(h) for h in entries] if entries is not None else sizes
             raise ValueError(
                 "hidden_sizes must be a sequence of ints >= 1 (the width of each hidden "
                 f"layer; () for none); got {shown!r}."

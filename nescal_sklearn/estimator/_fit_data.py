@@ -23,6 +23,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
+from .._params import plain
 from ..preprocessing import ColumnLayout
 
 __all__ = ["FitData", "prepare_fit_data"]
@@ -65,11 +66,6 @@ class FitData:
     w_valid: np.ndarray | None
     held_out: bool
     layout: ColumnLayout | None
-
-
-def _plain(value):
-    """A numpy scalar as the Python number or string it holds (for error messages)."""
-    return value.item() if isinstance(value, np.generic) else value
 
 
 def _check_labels(y: np.ndarray, name: str) -> None:
@@ -124,14 +120,14 @@ def _class_weights(class_weight, y: np.ndarray, classes: np.ndarray) -> dict | N
     if unknown:
         raise ValueError(
             f"class_weight has labels that are not classes of y: "
-            f"{[_plain(k) for k in unknown]!r}; classes are {labels!r}."
+            f"{[plain(k) for k in unknown]!r}; classes are {labels!r}."
         )
     for label, value in class_weight.items():
         if isinstance(value, bool) or not (
             isinstance(value, numbers.Real) and np.isfinite(value) and value >= 0
         ):
             raise ValueError(
-                f"class_weight[{_plain(label)!r}] must be a finite number >= 0; got {value!r}."
+                f"class_weight[{plain(label)!r}] must be a finite number >= 0; got {value!r}."
             )
     return {label: float(class_weight.get(label, 1.0)) for label in labels}
 
@@ -217,7 +213,7 @@ def _split(
         raise ValueError(
             f"early_stopping={criterion!r} holds out validation_fraction={fraction} "
             "of the rows stratified by class, which needs at least 2 rows of every class; "
-            f"class {_plain(classes[int(counts.argmin())])!r} has {int(counts.min())}. "
+            f"class {plain(classes[int(counts.argmin())])!r} has {int(counts.min())}. "
             "Pass early_stopping=False, X_val and y_val, or more data."
         )
     if n_valid < len(classes) or len(y) - n_valid < len(classes):
@@ -317,13 +313,13 @@ def prepare_fit_data(
     if len(classes) < 2:
         raise ValueError(
             "NeSCalClassifier needs samples of at least 2 classes in y; got 1 class: "
-            f"{_plain(classes[0])!r}."
+            f"{plain(classes[0])!r}."
         )
     y_enc = encoder.transform(y).astype(np.int64)
     class_w = _class_weights(settings["class_weight"], y, classes)
     weights = _row_weights(sample_weight, X, y, class_w, "sample_weight")
     if weights is not None and np.unique(y_enc[weights > 0]).size < 2:
-        label = _plain(classes[y_enc[weights > 0][0]])
+        label = plain(classes[y_enc[weights > 0][0]])
         raise ValueError(
             "NeSCalClassifier needs samples of at least 2 classes with a positive weight; "
             f"sample_weight (times class_weight) leaves only class {label!r}."

@@ -7,6 +7,7 @@ from numbers import Integral, Real
 import torch
 from torch import nn
 
+from .._params import check_int
 from ..graph import GRAPHS, KNN_METHODS, MEMBER_GRAPHS, REDUCTIONS, neighbourhood_from_model
 from ..penalties import (
     ADAPTIVE,
@@ -152,7 +153,7 @@ class NeSCalLoss(TrainingLoss):
     # -- validation ---------------------------------------------------------------
     def validate(self) -> None:
         name = type(self).__name__
-        _check_int(name, "n_neighbors", self.n_neighbors, low=1)
+        check_int("n_neighbors", self.n_neighbors, low=1, owner=name)
         self._check_real("weight", low=0.0)
         self._check_real("target_temperature", low=0.0, low_inclusive=False)
         for param, allowed in CHOICES.items():
@@ -160,7 +161,7 @@ class NeSCalLoss(TrainingLoss):
                 raise ValueError(
                     f"{name}: {param} must be one of {list(allowed)}; got {getattr(self, param)!r}."
                 )
-        _check_int(name, "warmup_patience", self.warmup_patience, low=1)
+        check_int("warmup_patience", self.warmup_patience, low=1, owner=name)
         warmup = self.warmup
         if warmup == "auto":
             pass
@@ -182,8 +183,7 @@ class NeSCalLoss(TrainingLoss):
                 f"{name}: adaptive='density' weighs rows by their similarity to kNN "
                 f"neighbours and needs graph='knn'; got graph={self.graph!r}."
             )
-        if self.n_components is not None:
-            _check_int(name, "n_components", self.n_components, low=1, none=True)
+        check_int("n_components", self.n_components, low=1, owner=name, none=True)
         base = self.base()
         if base.uses_neighbours:
             raise ValueError(f"{name}: base_loss cannot itself be a neighbour loss; got {base!r}.")
@@ -317,14 +317,3 @@ class NeSCalLoss(TrainingLoss):
         if sample_weight is None:
             return self.base().forward(logits, target)
         return self.base()(logits, target, sample_weight=sample_weight)
-
-
-def _check_int(owner: str, name: str, value, *, low: int, none: bool = False) -> None:
-    if isinstance(value, bool) or not isinstance(value, Integral):
-        raise TypeError(
-            f"{owner}: {name} must be {'None or ' if none else ''}an int >= {low}; got {value!r}."
-        )
-    if value < low:
-        raise ValueError(
-            f"{owner}: {name} must be {'None or ' if none else ''}an int >= {low}; got {value!r}."
-        )

@@ -5,13 +5,13 @@ from __future__ import annotations
 import copy
 import inspect
 import math
-import numbers
 from collections.abc import Sequence
 
 import numpy as np
 import torch
 from torch import nn
 
+from .._params import check_int, is_int
 from ._layers import (
     NARROW_LAYER,
     CategoricalEmbeddings,
@@ -35,16 +35,6 @@ _ACTIVATIONS = {
 _NUMERIC_EMBEDDINGS = (None, "periodic", "pbld")
 #: Embedding size per column when ``numeric_embedding_dim`` is None.
 _DEFAULT_EMBEDDING_DIM = {"periodic": 16, "pbld": 4}
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-def _check_positive_int(name: str, value: object) -> int:
-    if not _is_int(value) or value < 1:
-        raise ValueError(f"{name} must be an int >= 1; got {value!r}.")
-    return int(value)
 
 
 class MemberLinear(nn.Module):
@@ -94,9 +84,9 @@ class MemberLinear(nn.Module):
         self, in_features: int, out_features: int, n_members: int, bias: bool = True
     ) -> None:
         super().__init__()
-        self.in_features = _check_positive_int("in_features", in_features)
-        self.out_features = _check_positive_int("out_features", out_features)
-        self.n_members = _check_positive_int("n_members", n_members)
+        self.in_features = check_int("in_features", in_features, low=1, type_error=ValueError)
+        self.out_features = check_int("out_features", out_features, low=1, type_error=ValueError)
+        self.n_members = check_int("n_members", n_members, low=1, type_error=ValueError)
         self.weight = nn.Parameter(torch.empty(self.n_members, self.in_features, self.out_features))
         if bias:
             self.bias = nn.Parameter(torch.empty(self.n_members, self.out_features))
@@ -170,7 +160,7 @@ def _check_embedded_features(embedded_features: object, n_features: int) -> list
             f"{embedded_features!r}."
         )
     indices = list(embedded_features)
-    bad = [i for i in indices if not _is_int(i) or not 0 <= i < n_features]
+    bad = [i for i in indices if not is_int(i) or not 0 <= i < n_features]
     if bad:
         raise ValueError(
             f"embedded_features must hold column indices in [0, {n_features}) (n_features="
@@ -203,7 +193,7 @@ def _check_categorical_groups(
                 f"categorical_groups must hold sequences of column indices; got {group!r} "
                 f"in {groups!r}."
             )
-        bad = [i for i in group if not _is_int(i) or not 0 <= i < n_features]
+        bad = [i for i in group if not is_int(i) or not 0 <= i < n_features]
         if not len(group) or bad:
             raise ValueError(
                 f"each group of categorical_groups must be a non-empty sequence of column "
@@ -357,7 +347,7 @@ class TabularMLP(nn.Module):
             raise ValueError(
                 f"activation must be one of {sorted(_ACTIVATIONS)}; got {activation!r}."
             )
-        n_members = _check_positive_int("n_members", n_members)
+        n_members = check_int("n_members", n_members, low=1, type_error=ValueError)
         if numeric_embedding not in _NUMERIC_EMBEDDINGS:
             raise ValueError(
                 f"numeric_embedding must be None, 'periodic' or 'pbld'; got {numeric_embedding!r}."
@@ -370,7 +360,9 @@ class TabularMLP(nn.Module):
         if numeric_embedding is not None:
             if numeric_embedding_dim is None:
                 numeric_embedding_dim = _DEFAULT_EMBEDDING_DIM[numeric_embedding]
-            d = _check_positive_int("numeric_embedding_dim", numeric_embedding_dim)
+            d = check_int(
+                "numeric_embedding_dim", numeric_embedding_dim, low=1, type_error=ValueError
+            )
             if numeric_embedding == "pbld" and d < 2:
                 raise ValueError(
                     "numeric_embedding_dim must be >= 2 with numeric_embedding='pbld' (the "
@@ -383,7 +375,9 @@ class TabularMLP(nn.Module):
                 else:
                     self.embedding = _periodic_embeddings(len(embedded), d)
         groups = _check_categorical_groups(categorical_groups, n_features, embedded)
-        d_cat = _check_positive_int("categorical_embedding_dim", categorical_embedding_dim)
+        d_cat = check_int(
+            "categorical_embedding_dim", categorical_embedding_dim, low=1, type_error=ValueError
+        )
         if groups:
             self.categorical = CategoricalEmbeddings([len(g) for g in groups], d_cat)
         width = n_features
