@@ -142,7 +142,9 @@ def test_restoring_a_warmup_epoch_warns_and_says_so():
         clf.fit(X, y)
     assert clf.penalty_status_ == "warmup_checkpoint"
     assert clf.best_epoch_ < clf.graph_epoch_
-    restored = [row["warmup_restored_epoch"] for row in clf.history_ if "warmup_restored_epoch" in row]
+    restored = [
+        row["warmup_restored_epoch"] for row in clf.history_ if "warmup_restored_epoch" in row
+    ]
     message = (
         "NeSCalClassifier returned a model trained without the smoothing penalty, i.e. plain "
         f"'ce' training: early stopping restored epoch {clf.best_epoch_} (the auto warm-up's "
@@ -210,7 +212,9 @@ def test_patience_counts_from_the_end_of_warmup():
         loss=NeSCalLoss(warmup=12, weight=50.0, graph="random"), hidden_sizes=(128, 128), dropout=0.0,
         max_epochs=60, patience=3, batch_size=32, random_state=0,
     )  # fmt: skip
-    with pytest.warns(PenaltyInactiveWarning, match=re.escape("penalty_status_='warmup_checkpoint'")):
+    with pytest.warns(
+        PenaltyInactiveWarning, match=re.escape("penalty_status_='warmup_checkpoint'")
+    ):
         clf.fit(X, y)
     assert clf.best_epoch_ <= 12 < clf.graph_epoch_ == 13
     assert clf.n_epochs_ == 13 + 3  # epochs 13-16 penalised, none better: 3 misses after 13
@@ -239,7 +243,9 @@ def test_a_real_interrupt_propagates_and_leaves_no_fitted_model(iris):
     timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
     timer.start()
     try:
-        with pytest.raises(KeyboardInterrupt, match=r"NeSCalClassifier.fit: training interrupted in epoch \d+"):
+        with pytest.raises(
+            KeyboardInterrupt, match=r"NeSCalClassifier.fit: training interrupted in epoch \d+"
+        ):
             clf.fit(X, y)
     finally:
         timer.cancel()
@@ -279,14 +285,14 @@ def test_the_callbacks_run_in_the_order_they_depend_on(iris, monkeypatch):
     from nescal_sklearn.estimator import _classifier
 
     seen = {}
-    original = _classifier.NeSCalClassifier._build_net
+    original = _classifier.make_net
 
-    def spy(self, *args, **kwargs):
-        net, callbacks = original(self, *args, **kwargs)
+    def spy(*args, **kwargs):
+        net, callbacks = original(*args, **kwargs)
         seen["order"] = list(callbacks)
         return net, callbacks
 
-    monkeypatch.setattr(_classifier.NeSCalClassifier, "_build_net", spy)
+    monkeypatch.setattr(_classifier, "make_net", spy)
     X, y = iris
     NeSCalClassifier(
         loss=NeSCalLoss(warmup=1), hidden_sizes=(8,), max_epochs=3, patience=2,

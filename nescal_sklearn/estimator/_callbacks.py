@@ -20,7 +20,7 @@
 They share state through the net's two documented attributes (``warmup_end_epoch_``,
 ``nescal_``, see :class:`NeSCalNet`) and the history keys they record; none writes a
 key or an attribute of skorch's. Their order matters where one reads what another
-records in the same epoch: :func:`~NeSCalClassifier` lists them in the order the
+records in the same epoch: ``make_net`` (``_net.py``) lists them in the order the
 tests pin (``tests/test_fit_phases.py``).
 """
 
@@ -40,7 +40,6 @@ from ..losses import NeSCalLoss
 from ..metrics.logits import optimal_log_temperature, weighted_nll
 
 __all__ = [
-    "CRITERIA",
     "BuildNeighbourhood",
     "PenaltySchedule",
     "PlainPrintLog",
@@ -48,9 +47,6 @@ __all__ = [
     "ValidationNLL",
     "WarmupEnd",
 ]
-
-#: Stopping criterion -> the history key it selects on (lower is better).
-CRITERIA = {"nll": "valid_nll", "refinement": "valid_refined_nll"}
 
 
 class ValidationNLL(Callback):

@@ -1,28 +1,253 @@
-"""The skorch network behind :class:`NeSCalClassifier`.
+"""The network of a fit: the module, checked, and the skorch net that trains it.
 
-It extends skorch through its documented hooks only: ``initialize`` (the per-fit
-attributes below), ``get_all_learnable_params`` (frozen parameters stay out of the
-optimizer), ``infer`` (the batch arrives as a dict ``{"X": features, "index": row
-ids}``; the module sees the features only), ``get_loss`` (the objective: base loss
-plus the NeSCal penalty) and ``train_step_single`` (mixup, as an explicit step). No
-private method of skorch is overridden.
+* :func:`build_network` builds the module a fit trains (the default network with the
+  options of ``module_kwargs`` on the column layout, a module class, or a copy of an
+  instance) and checks it on two training rows;
+* :func:`make_net` assembles :class:`NeSCalNet` and its callbacks, in the order they
+  must run each epoch;
+* :class:`NeSCalNet` extends skorch through its documented hooks only: ``initialize``
+  (the per-fit attributes below), ``get_all_learnable_params`` (frozen parameters stay
+  out of the optimizer), ``infer`` (the batch arrives as a dict ``{"X": features,
+  "index": row ids}``; the module sees the features only), ``get_loss`` (the objective:
+  base loss plus the NeSCal penalty) and ``train_step_single`` (mixup, as an explicit
+  step). No private method of skorch is overridden;
+* :func:`module_logits` is the network's prediction on rows, in eval mode.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from skorch import NeuralNet
-from skorch.dataset import unpack_data
+from skorch.callbacks import EarlyStopping, PassthroughScoring, ProgressBar
+from skorch.dataset import Dataset, unpack_data
+from skorch.helper import predefined_split
+from torch import nn
 
 from ..losses import TrainingLoss
-from ..nn import ensemble_logits, flatten_members
-from ._freeze import FrozenParts
+from ..nn import build_module, ensemble_logits, flatten_members, layout_kwargs
+from ._callbacks import (
+    BuildNeighbourhood,
+    PenaltySchedule,
+    PlainPrintLog,
+    StopAfterPatience,
+    ValidationNLL,
+    WarmupEnd,
+)
+from ._fit_data import FitData, largest_abs
+from ._freeze import FrozenParts, Unfreeze, resolve_frozen
+from ._schedule import lr_scheduler
+from ._settings import FitSettings
 
-__all__ = ["NeSCalNet"]
+__all__ = [
+    "NeSCalNet",
+    "build_network",
+    "frozen_parts",
+    "make_net",
+    "module_logits",
+    "training_device",
+]
+
+#: Rows per forward pass in ``predict``, ``predict_proba`` and ``decision_function``.
+PREDICT_BATCH_ROWS = 8192
+
+
+def training_device(device: str | torch.device) -> torch.device:
+    """``device`` as a torch device that is available here."""
+    try:
+        resolved = torch.device(device)
+    except RuntimeError as exc:  # torch's own message lists the device types it knows
+        raise ValueError(
+            f"device={device!r} is not a torch device; expected a device string "
+            f"such as 'cpu', 'cuda' or 'cuda:1' (torch: {exc})."
+        ) from None
+    if resolved.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device={device!r} was requested but CUDA is not available.")
+    return resolved
+
+
+def build_network(settings: FitSettings, data: FitData) -> nn.Module:
+    """The network, checked on two training rows: one logit per class and member."""
+    n_classes = len(data.classes)
+    mlp_kwargs: dict[str, Any] = {
+        "hidden_sizes": settings.hidden_sizes,
+        "dropout": settings.dropout,
+        "activation": settings.activation,
+    }
+    kwargs = dict(settings.module_kwargs)
+    if settings.module is None:
+        kwargs = layout_kwargs(kwargs, data.layout)
+        if kwargs.get("numeric_embedding") is not None and not kwargs["embedded_features"]:
+            warnings.warn(
+                f"module_kwargs numeric_embedding={kwargs['numeric_embedding']!r} "
+                "finds no numeric column to embed in the layout (every column "
+                "is one-hot or binary); the network sees the columns as they are.",
+                UserWarning,
+                stacklevel=4,
+            )
+    module = build_module(
+        settings.module,
+        kwargs,
+        n_features=data.n_features_in,
+        n_classes=n_classes,
+        mlp_kwargs=mlp_kwargs,
+    )
+    probe = torch.as_tensor(data.X_train[:2])
+    was_training = module.training
+    module.eval()
+    try:
+        with torch.no_grad():
+            out = module(probe)
+    except Exception as exc:  # the module's own error, on rows of the data's width
+        raise ValueError(
+            f"module {type(module).__name__} failed on a batch of X's rows "
+            f"({data.n_features_in} columns): {type(exc).__name__}: {exc}"
+        ) from exc
+    finally:
+        module.train(was_training)
+    if not isinstance(out, torch.Tensor) or out.dim() not in (2, 3):
+        shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+        raise ValueError(
+            f"module {type(module).__name__} must return logits of shape (n, n_classes) "
+            f"or (n, n_members, n_classes); got {shape} for a batch of {len(probe)} rows."
+        )
+    if out.shape[-1] != n_classes:
+        raise ValueError(
+            f"module {type(module).__name__} returns {out.shape[-1]} logits per row, but "
+            f"y has {n_classes} classes {data.classes.tolist()!r}; the output width "
+            "must be the number of classes."
+        )
+    if not bool(torch.isfinite(out).all()):
+        raise ValueError(
+            f"module {type(module).__name__} returns non-finite logits (nan or inf) for "
+            f"the first {len(probe)} rows of X before any training (their largest "
+            f"absolute value is {largest_abs(data.X_train[:2]):.3g}); a module "
+            "must map finite inputs to finite logits."
+        )
+    return module
+
+
+def frozen_parts(module: nn.Module, freeze) -> FrozenParts:
+    """The parts of ``module`` that the patterns ``freeze`` freeze; not all of it."""
+    frozen = resolve_frozen(module, freeze)
+    n_params = sum(1 for _ in module.parameters())
+    if len(frozen.parameters) == n_params:
+        raise ValueError(
+            f"freeze={list(freeze)!r} freezes every parameter of "
+            f"{type(module).__name__}: nothing would train. Leave some part (a head) "
+            "unfrozen."
+        )
+    return frozen
+
+
+def make_net(
+    settings: FitSettings,
+    data: FitData,
+    plan: Mapping[str, Any] | None,
+    module: nn.Module,
+    *,
+    device: torch.device,
+    seed: int,
+    frozen: FrozenParts | None,
+) -> tuple[NeSCalNet, dict]:
+    """The skorch net and its callbacks, in the order they must run each epoch.
+
+    The order is pinned by a test: the validation criterion is recorded before the
+    warm-up and the best-epoch keeper read it, and the keeper updates its best
+    epoch before :class:`StopAfterPatience` counts from it.
+
+    Parameters
+    ----------
+    settings : FitSettings
+    data : FitData
+    plan : mapping or None
+        NeSCal's ``warmup`` and ``n_neighbors`` as this fit trains them; None for a loss
+        without a graph.
+    module : torch.nn.Module
+        The network (:func:`build_network`).
+    device : torch.device
+    seed : int
+        Seed of the graph and of mixup.
+    frozen : FrozenParts or None
+        The frozen part of ``module``.
+
+    Returns
+    -------
+    net : NeSCalNet
+    callbacks : dict
+        The callbacks by name, for the checks after training.
+    """
+    loss, max_epochs = settings.loss, settings.max_epochs
+    validated = data.X_valid is not None
+    monitor = settings.criterion.key if validated else None
+    callbacks: dict = {}
+    if validated:
+        callbacks["validation_nll"] = ValidationNLL()
+    if plan is not None:
+        fixed = None if plan["warmup"] == "auto" else plan["warmup"]
+        callbacks["warmup_end"] = WarmupEnd(fixed, loss.warmup_patience, monitor=monitor)
+        callbacks["build_neighbourhood"] = BuildNeighbourhood(
+            loss,
+            torch.as_tensor(data.X_train),
+            max_epochs,
+            settings.embedding_layer,
+            seed,
+            n_neighbors=plan["n_neighbors"],
+        )
+    callbacks["penalty_schedule"] = PenaltySchedule()
+    callbacks["train_penalty"] = PassthroughScoring(name="train_penalty", on_train=True)
+    train_split = None
+    if validated:
+        valid_X = (
+            data.X_valid
+            if data.w_valid is None
+            else {"X": data.X_valid, "sample_weight": data.w_valid}
+        )
+        train_split = predefined_split(Dataset(valid_X, data.y_valid))
+        keeper = EarlyStopping(
+            monitor=monitor,
+            patience=max_epochs + 1,  # never stops: it keeps and restores the best
+            threshold=1e-4,
+            threshold_mode="rel",
+            lower_is_better=True,
+            load_best=True,
+        )
+        callbacks["best_epoch"] = keeper
+        if settings.patience is not False:
+            callbacks["stop_after_patience"] = StopAfterPatience(
+                settings.patience, keeper, after_warmup=plan is not None
+            )
+    if frozen is not None and settings.unfreeze_at is not None:
+        callbacks["unfreeze"] = Unfreeze(settings.unfreeze_at, settings.unfreeze_lr)
+    if settings.lr_schedule != "constant":
+        callbacks["lr_schedule"] = lr_scheduler(settings.lr_schedule, max_epochs)
+    if settings.verbose >= 2:
+        callbacks["progress_bar"] = ProgressBar()
+    net = NeSCalNet(
+        module=module,
+        criterion=nn.CrossEntropyLoss,  # required by skorch; get_loss computes the loss
+        optimizer=torch.optim.AdamW,
+        lr=settings.lr,
+        optimizer__weight_decay=settings.weight_decay,
+        max_epochs=max_epochs,
+        batch_size=settings.batch_size,
+        iterator_train__shuffle=True,
+        train_split=train_split,
+        callbacks=list(callbacks.items()),
+        device=device,
+        verbose=int(settings.verbose >= 1),
+        training_loss=loss,
+        mixup=settings.mixup,
+        mixup_seed=seed,
+        frozen=frozen,
+    )
+    net.set_params(callbacks__print_log=PlainPrintLog() if settings.verbose else None)
+    return net, callbacks
 
 
 def _hold_in_eval(module: torch.nn.Module, args) -> None:
@@ -228,3 +453,26 @@ def _sample_weight(X, like: torch.Tensor) -> torch.Tensor | None:
     if not isinstance(X, Mapping) or X.get("sample_weight") is None:
         return None
     return torch.as_tensor(X["sample_weight"]).to(device=like.device, dtype=like.dtype)
+
+
+def module_logits(module: nn.Module, X: np.ndarray) -> np.ndarray:
+    """The network's logits (an ensemble's: the log of its mean probability) on float32
+    rows ``X``, as float64 (n, n_classes), computed in eval mode where the network lives.
+
+    The network is never moved, and a fitted one (in eval mode) is not written to, so
+    prediction is thread-safe; a network in training mode is put back in it afterwards.
+    """
+    parameter = next(module.parameters(), None)
+    device = torch.device("cpu") if parameter is None else parameter.device
+    was_training = module.training
+    if was_training:
+        module.eval()
+    outputs = []
+    try:
+        with torch.no_grad():
+            for chunk in torch.split(torch.as_tensor(X), PREDICT_BATCH_ROWS):
+                outputs.append(ensemble_logits(module(chunk.to(device)).float()).cpu())
+    finally:
+        if was_training:
+            module.train()
+    return torch.cat(outputs).numpy().astype(np.float64)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import copy
 import inspect
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -22,7 +23,17 @@ from ._layers import (
     one_thread,
 )
 
-__all__ = ["MemberLinear", "TabularMLP", "build_module"]
+__all__ = [
+    "CATEGORICAL_EMBEDDING_MIN_SIZE",
+    "MemberLinear",
+    "TabularMLP",
+    "build_module",
+    "layout_kwargs",
+]
+
+#: Fewest one-hot columns (categories) of a feature that ``categorical_embedding``
+#: embeds; RealMLP one-hot encodes up to 9 categories and embeds larger features.
+CATEGORICAL_EMBEDDING_MIN_SIZE = 10
 
 _ACTIVATIONS = {
     "relu": nn.ReLU,
@@ -458,6 +469,53 @@ class TabularMLP(nn.Module):
         if self.n_members > 1:
             X = X.unsqueeze(1).expand(-1, self.n_members, -1)
         return self.layers(X)
+
+
+def layout_kwargs(module_kwargs: Mapping[str, Any], layout) -> dict:
+    """:class:`TabularMLP`'s keyword arguments for a column layout: ``module_kwargs`` with
+    the columns its options act on filled in.
+
+    ``numeric_embedding`` embeds the layout's numeric columns, unless
+    ``embedded_features`` is given. ``categorical_embedding=True``, an option of
+    ``NeSCalClassifier``'s ``module_kwargs`` rather than of :class:`TabularMLP`, becomes
+    ``categorical_groups``: the layout's one-hot groups of at least
+    :data:`CATEGORICAL_EMBEDDING_MIN_SIZE` columns, unless ``categorical_groups`` is given.
+
+    Parameters
+    ----------
+    module_kwargs : mapping
+        The network's options.
+    layout : ColumnLayout or None
+        Anything with ``numeric`` (column indices) and ``groups`` (the one-hot groups),
+        such as :class:`~nescal_sklearn.preprocessing.ColumnLayout`; read only when an
+        option needs it.
+
+    Returns
+    -------
+    dict
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> from nescal_sklearn.nn import layout_kwargs
+    >>> layout = SimpleNamespace(numeric=(0, 1), groups=((2, 3), tuple(range(4, 14))))
+    >>> kwargs = layout_kwargs({"numeric_embedding": "pbld", "categorical_embedding": True}, layout)
+    >>> kwargs["embedded_features"], kwargs["categorical_groups"]
+    ([0, 1], [[4, 5, 6, 7, 8, 9, 10, 11, 12, 13]])
+    """
+    kwargs = dict(module_kwargs)
+    if kwargs.get("numeric_embedding") is not None:
+        kwargs.setdefault("embedded_features", list(layout.numeric))
+    if kwargs.pop("categorical_embedding", False):
+        kwargs.setdefault(
+            "categorical_groups",
+            [
+                list(group)
+                for group in layout.groups
+                if len(group) >= CATEGORICAL_EMBEDDING_MIN_SIZE
+            ],
+        )
+    return kwargs
 
 
 def build_module(
