@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from .exceptions import ParameterError, ParameterTypeError
+
 __all__ = ["ParamsMixin", "check_int", "is_int", "plain"]
 
 
@@ -47,7 +49,6 @@ def check_int(
     low: int | None = None,
     owner: str | None = None,
     none: bool = False,
-    type_error: type[Exception] = TypeError,
 ) -> int | None:
     """``value`` as an ``int``; raise, naming ``name`` and the value, unless it is one.
 
@@ -65,9 +66,14 @@ def check_int(
         A class or function name that starts the message (``"NeSCalLoss"``).
     none : bool, default=False
         Accept None (and return it).
-    type_error : type, default=TypeError
-        Raised for a value that is not an int (a bool, a float); ValueError where the
-        caller's contract says so. A value below ``low`` raises ``ValueError``.
+
+    Raises
+    ------
+    ParameterTypeError
+        For a value that is not an int (a bool, a float): a ``TypeError`` and a
+        ``ValueError``.
+    ParameterError
+        For an int below ``low``.
 
     Examples
     --------
@@ -77,7 +83,7 @@ def check_int(
     >>> check_int("k", True, low=1)
     Traceback (most recent call last):
     ...
-    TypeError: k must be an int >= 1; got True.
+    nescal_sklearn.exceptions.ParameterTypeError: k must be an int >= 1; got True.
     """
     if value is None and none:
         return None
@@ -86,9 +92,9 @@ def check_int(
     if owner:
         message = f"{owner}: {message}"
     if not is_int(value):
-        raise type_error(message)
+        raise ParameterTypeError(name, message)
     if low is not None and value < low:
-        raise ValueError(message)
+        raise ParameterError(name, message)
     return int(value)
 
 

@@ -27,6 +27,7 @@ from sklearn.utils import check_random_state
 from torch import nn
 
 from nescal_sklearn import NeSCalClassifier
+from nescal_sklearn.exceptions import ParameterTypeError
 
 # -- the review's preamble of A1 ----------------------------------------------------------
 
@@ -269,7 +270,7 @@ NAN = (
 RAW_AND_UNCLEAR = [
     pytest.param(
         lambda: fit(CE(n_threads=True)),
-        ValueError,
+        ParameterTypeError,  # a ValueError and a TypeError, with .param == "n_threads"
         "n_threads must be an int, not a bool; got True.",
         id="E095",
     ),

@@ -23,6 +23,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from torch import nn
 
+from ..exceptions import ParameterError
 from ..losses import LOSSES, TrainingLoss, get_loss
 from ..preprocessing import ColumnLayout
 from ._fit_data import FitData, prepare_fit_data
@@ -472,9 +473,10 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
                 stacklevel=3,
             )
         if n_train < n_neighbors + 1:
-            raise ValueError(
+            raise ParameterError(
+                "loss__n_neighbors",
                 f"loss__n_neighbors={loss.n_neighbors} needs at least {loss.n_neighbors + 1} "
-                f"training rows; got {n_train}{held}."
+                f"training rows; got {n_train}{held}.",
             )
         return MappingProxyType({"warmup": warmup, "n_neighbors": n_neighbors})
 

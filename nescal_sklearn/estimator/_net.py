@@ -29,6 +29,7 @@ from skorch.dataset import Dataset, unpack_data
 from skorch.helper import predefined_split
 from torch import nn
 
+from ..exceptions import ParameterError
 from ..losses import TrainingLoss
 from ..nn import build_module, ensemble_logits, flatten_members, layout_kwargs
 from ._callbacks import (
@@ -58,16 +59,19 @@ PREDICT_BATCH_ROWS = 8192
 
 
 def training_device(device: str | torch.device) -> torch.device:
-    """``device`` as a torch device that is available here."""
+    """``device`` as a torch device that is available here (else a ParameterError)."""
     try:
         resolved = torch.device(device)
     except RuntimeError as exc:  # torch's own message lists the device types it knows
-        raise ValueError(
+        raise ParameterError(
+            "device",
             f"device={device!r} is not a torch device; expected a device string "
-            f"such as 'cpu', 'cuda' or 'cuda:1' (torch: {exc})."
+            f"such as 'cpu', 'cuda' or 'cuda:1' (torch: {exc}).",
         ) from None
     if resolved.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device={device!r} was requested but CUDA is not available.")
+        raise ParameterError(
+            "device", f"device={device!r} was requested but CUDA is not available."
+        )
     return resolved
 
 
@@ -137,10 +141,11 @@ def frozen_parts(module: nn.Module, freeze) -> FrozenParts:
     frozen = resolve_frozen(module, freeze)
     n_params = sum(1 for _ in module.parameters())
     if len(frozen.parameters) == n_params:
-        raise ValueError(
+        raise ParameterError(
+            "freeze",
             f"freeze={list(freeze)!r} freezes every parameter of "
             f"{type(module).__name__}: nothing would train. Leave some part (a head) "
-            "unfrozen."
+            "unfrozen.",
         )
     return frozen
 

@@ -3,7 +3,9 @@
 :func:`resolve_settings` is what ``NeSCalClassifier.check_params`` runs, without data:
 scikit-learn's parameter constraints, the checks they cannot express, the recipe, the
 freeze options and the loss object. It returns one frozen :class:`FitSettings`; every
-later step of ``fit`` reads that, never the estimator's parameters.
+later step of ``fit`` reads that, never the estimator's parameters. Every bad parameter
+raises a :class:`~nescal_sklearn.exceptions.ParameterError` whose ``param`` is the name
+as ``get_params(deep=True)`` spells it (``"max_epochs"``, ``"loss__warmup"``).
 """
 
 from __future__ import annotations
@@ -16,9 +18,12 @@ from typing import Any
 import numpy as np
 import torch
 from sklearn.base import clone
+from sklearn.utils._param_validation import InvalidParameterError as SklearnInvalidParameterError
+from sklearn.utils._param_validation import validate_parameter_constraints
 from torch import nn
 
 from .._params import is_int, plain
+from ..exceptions import InvalidParameterError, ParameterError, ParameterTypeError
 from ..losses import TrainingLoss, get_loss
 from ..preprocessing import ColumnLayout
 from ._freeze import check_freeze_patterns
@@ -153,12 +158,12 @@ device, random_state, verbose
 
 def resolve_settings(estimator) -> FitSettings:
     """Check ``estimator``'s parameters without data and resolve them (``check_params``)."""
-    estimator._validate_params()
     params = estimator.get_params(deep=False)
+    _check_constraints(estimator, params)
     for name in INT_PARAMS:
         value = params[name]
         if isinstance(value, bool) and not (name == "patience" and value is False):
-            raise ValueError(f"{name} must be an int, not a bool; got {value!r}.")
+            raise ParameterTypeError(name, f"{name} must be an int, not a bool; got {value!r}.")
     recipe = get_recipe(params["recipe"])
     resolved = {
         name: (
@@ -198,13 +203,30 @@ def resolve_settings(estimator) -> FitSettings:
     )
 
 
+def _check_constraints(estimator, params: Mapping[str, Any]) -> None:
+    """scikit-learn's ``_validate_params``, one parameter at a time (in the same order),
+    so that its error names the parameter: an
+    :class:`~nescal_sklearn.exceptions.InvalidParameterError` with scikit-learn's message."""
+    constraints = estimator._parameter_constraints
+    for name, value in params.items():
+        if name not in constraints:
+            continue
+        try:
+            validate_parameter_constraints(
+                {name: constraints[name]}, {name: value}, caller_name=type(estimator).__name__
+            )
+        except SklearnInvalidParameterError as exc:
+            raise InvalidParameterError(name, str(exc)) from None
+
+
 def _checked_hidden_sizes(sizes) -> tuple[int, ...]:
     entries = list(sizes) if isinstance(sizes, list | tuple | np.ndarray) else None
     if entries is None or not all(is_int(h) and h >= 1 for h in entries):
         shown = [plain(h) for h in entries] if entries is not None else sizes
-        raise ValueError(
+        raise ParameterError(
+            "hidden_sizes",
             "hidden_sizes must be a sequence of ints >= 1 (the width of each hidden "
-            f"layer; () for none); got {shown!r}."
+            f"layer; () for none); got {shown!r}.",
         )
     return tuple(int(h) for h in entries)
 
@@ -212,43 +234,55 @@ def _checked_hidden_sizes(sizes) -> tuple[int, ...]:
 def _check_freeze_options(freeze, params: Mapping[str, Any], max_epochs: int) -> None:
     unfreeze_at, unfreeze_lr = params["unfreeze_at"], params["unfreeze_lr"]
     if freeze == ():
-        raise ValueError(
-            "freeze=[] freezes nothing; pass freeze=None, or patterns of the parts to freeze."
+        raise ParameterError(
+            "freeze",
+            "freeze=[] freezes nothing; pass freeze=None, or patterns of the parts to freeze.",
         )
     if unfreeze_at is not None and freeze is None:
-        raise ValueError(
+        raise ParameterError(
+            "unfreeze_at",
             f"unfreeze_at={unfreeze_at!r} unfreezes the parameters that freeze "
-            "freezes, but freeze=None; pass freeze patterns too."
+            "freezes, but freeze=None; pass freeze patterns too.",
         )
     if unfreeze_lr is not None and unfreeze_at is None:
-        raise ValueError(
+        raise ParameterError(
+            "unfreeze_lr",
             f"unfreeze_lr={unfreeze_lr!r} is the learning rate from unfreeze_at on, "
-            "but unfreeze_at=None; pass unfreeze_at too."
+            "but unfreeze_at=None; pass unfreeze_at too.",
         )
     if unfreeze_at is not None and unfreeze_at > max_epochs:
-        raise ValueError(
+        raise ParameterError(
+            "unfreeze_at",
             f"unfreeze_at={unfreeze_at} is after the last of "
             f"max_epochs={max_epochs}: nothing would be unfrozen. Pass an epoch "
-            f"<= {max_epochs}, or unfreeze_at=None to stay frozen."
+            f"<= {max_epochs}, or unfreeze_at=None to stay frozen.",
         )
 
 
 def _resolved_loss(given: str | TrainingLoss, recipe: str, max_epochs: int) -> TrainingLoss:
     """The loss object: a name with the recipe's settings for it, or a copy of the
-    object given. Validated; never changed by the fit."""
+    object given. Validated, its errors named ``loss__<param>``; never changed by the fit."""
     if isinstance(given, str):
-        loss = get_loss(given)
+        loss = get_loss(given)  # an unknown name raises a ParameterError for "loss"
         loss.set_params(**get_recipe(recipe).loss_params.get(given, {}))
     else:
         loss = clone(get_loss(given))
-    loss.validate()
+    try:
+        loss.validate()
+    except ParameterError as exc:
+        raise exc.nested("loss") from None
+    except TypeError as exc:  # a loss of one's own, raising Python's errors
+        raise ParameterTypeError("loss", str(exc)) from exc
+    except ValueError as exc:
+        raise ParameterError("loss", str(exc)) from exc
     if loss.uses_neighbours and loss.warmup != "auto":
         fixed = loss.warmup_epochs(max_epochs)
         if fixed >= max_epochs:
-            raise ValueError(
+            raise ParameterError(
+                "loss__warmup",
                 f"loss__warmup={loss.warmup!r} ends the warm-up at epoch {fixed + 1}, "
                 f"after the last of max_epochs={max_epochs}: the neighbour graph would "
                 "never be built. Pass a shorter warmup, a fraction in [0, 1), or more "
-                "max_epochs."
+                "max_epochs.",
             )
     return loss

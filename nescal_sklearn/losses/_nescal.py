@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from .._params import check_int
+from ..exceptions import ParameterError, ParameterTypeError
 from ..graph import GRAPHS, KNN_METHODS, MEMBER_GRAPHS, REDUCTIONS, neighbourhood_from_model
 from ..penalties import (
     ADAPTIVE,
@@ -158,36 +159,50 @@ class NeSCalLoss(TrainingLoss):
         self._check_real("target_temperature", low=0.0, low_inclusive=False)
         for param, allowed in CHOICES.items():
             if getattr(self, param) not in allowed:
-                raise ValueError(
-                    f"{name}: {param} must be one of {list(allowed)}; got {getattr(self, param)!r}."
+                raise ParameterError(
+                    param,
+                    f"{name}: {param} must be one of {list(allowed)}; got {getattr(self, param)!r}.",
                 )
         check_int("warmup_patience", self.warmup_patience, low=1, owner=name)
         warmup = self.warmup
         if warmup == "auto":
             pass
         elif isinstance(warmup, bool) or not isinstance(warmup, Real):
-            raise TypeError(
+            raise ParameterTypeError(
+                "warmup",
                 f"{name}: warmup must be an int number of epochs, a float fraction in "
-                f"[0, 1) or 'auto'; got {warmup!r}."
+                f"[0, 1) or 'auto'; got {warmup!r}.",
             )
         elif isinstance(warmup, Integral):
             if warmup < 0:
-                raise ValueError(f"{name}: warmup must be >= 0 epochs; got {warmup!r}.")
+                raise ParameterError(
+                    "warmup", f"{name}: warmup must be >= 0 epochs; got {warmup!r}."
+                )
         elif not 0.0 <= warmup < 1.0:
-            raise ValueError(
+            raise ParameterError(
+                "warmup",
                 f"{name}: warmup as a float is a fraction of max_epochs and must be in "
-                f"[0, 1); got {warmup!r}."
+                f"[0, 1); got {warmup!r}.",
             )
         if self.adaptive == "density" and self.graph != "knn":
-            raise ValueError(
+            raise ParameterError(
+                "adaptive",
                 f"{name}: adaptive='density' weighs rows by their similarity to kNN "
-                f"neighbours and needs graph='knn'; got graph={self.graph!r}."
+                f"neighbours and needs graph='knn'; got graph={self.graph!r}.",
             )
         check_int("n_components", self.n_components, low=1, owner=name, none=True)
-        base = self.base()
+        try:
+            base = self.base()
+        except ParameterError as exc:  # get_loss names the parameter "loss"
+            raise type(exc)("base_loss", str(exc)) from None
         if base.uses_neighbours:
-            raise ValueError(f"{name}: base_loss cannot itself be a neighbour loss; got {base!r}.")
-        base.validate()
+            raise ParameterError(
+                "base_loss", f"{name}: base_loss cannot itself be a neighbour loss; got {base!r}."
+            )
+        try:
+            base.validate()
+        except ParameterError as exc:
+            raise exc.nested("base_loss") from None
 
     # -- schedule -----------------------------------------------------------------
     def warmup_epochs(self, max_epochs: int) -> int | None:

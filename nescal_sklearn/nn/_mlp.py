@@ -95,9 +95,9 @@ class MemberLinear(nn.Module):
         self, in_features: int, out_features: int, n_members: int, bias: bool = True
     ) -> None:
         super().__init__()
-        self.in_features = check_int("in_features", in_features, low=1, type_error=ValueError)
-        self.out_features = check_int("out_features", out_features, low=1, type_error=ValueError)
-        self.n_members = check_int("n_members", n_members, low=1, type_error=ValueError)
+        self.in_features = check_int("in_features", in_features, low=1)
+        self.out_features = check_int("out_features", out_features, low=1)
+        self.n_members = check_int("n_members", n_members, low=1)
         self.weight = nn.Parameter(torch.empty(self.n_members, self.in_features, self.out_features))
         if bias:
             self.bias = nn.Parameter(torch.empty(self.n_members, self.out_features))
@@ -358,7 +358,7 @@ class TabularMLP(nn.Module):
             raise ValueError(
                 f"activation must be one of {sorted(_ACTIVATIONS)}; got {activation!r}."
             )
-        n_members = check_int("n_members", n_members, low=1, type_error=ValueError)
+        n_members = check_int("n_members", n_members, low=1)
         if numeric_embedding not in _NUMERIC_EMBEDDINGS:
             raise ValueError(
                 f"numeric_embedding must be None, 'periodic' or 'pbld'; got {numeric_embedding!r}."
@@ -371,9 +371,7 @@ class TabularMLP(nn.Module):
         if numeric_embedding is not None:
             if numeric_embedding_dim is None:
                 numeric_embedding_dim = _DEFAULT_EMBEDDING_DIM[numeric_embedding]
-            d = check_int(
-                "numeric_embedding_dim", numeric_embedding_dim, low=1, type_error=ValueError
-            )
+            d = check_int("numeric_embedding_dim", numeric_embedding_dim, low=1)
             if numeric_embedding == "pbld" and d < 2:
                 raise ValueError(
                     "numeric_embedding_dim must be >= 2 with numeric_embedding='pbld' (the "
@@ -386,9 +384,7 @@ class TabularMLP(nn.Module):
                 else:
                     self.embedding = _periodic_embeddings(len(embedded), d)
         groups = _check_categorical_groups(categorical_groups, n_features, embedded)
-        d_cat = check_int(
-            "categorical_embedding_dim", categorical_embedding_dim, low=1, type_error=ValueError
-        )
+        d_cat = check_int("categorical_embedding_dim", categorical_embedding_dim, low=1)
         if groups:
             self.categorical = CategoricalEmbeddings([len(g) for g in groups], d_cat)
         width = n_features

@@ -116,12 +116,12 @@ class TabMModule(nn.Module):
         numeric_embedding: str | None = None,
     ) -> None:
         super().__init__()
-        n_features = check_int("n_features", n_features, low=1, type_error=ValueError)
-        n_classes = check_int("n_classes", n_classes, low=2, type_error=ValueError)
-        k = check_int("k", k, low=1, type_error=ValueError)
+        n_features = check_int("n_features", n_features, low=1)
+        n_classes = check_int("n_classes", n_classes, low=2)
+        k = check_int("k", k, low=1)
         if n_blocks is not None:
-            n_blocks = check_int("n_blocks", n_blocks, low=1, type_error=ValueError)
-        d_block = check_int("d_block", d_block, low=1, type_error=ValueError)
+            n_blocks = check_int("n_blocks", n_blocks, low=1)
+        d_block = check_int("d_block", d_block, low=1)
         if (
             not isinstance(dropout, numbers.Real)
             or isinstance(dropout, bool)
