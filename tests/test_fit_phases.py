@@ -308,3 +308,74 @@ def test_the_callbacks_run_in_the_order_they_depend_on(iris, monkeypatch):
         "stop_after_patience",
         "lr_schedule",
     ]
+
+
+def test_skorch_computes_the_loss_with_the_criterion_the_fit_trains_with(iris, monkeypatch):
+    """get_loss goes through skorch's own: the criterion is the base loss in training
+    steps and the NLL in validation steps; the penalty recorded is what the runtime
+    returns."""
+    from skorch.history import History
+
+    from nescal_sklearn.estimator._net import TrainingCriterion
+
+    modes, returned, recorded = [], [], []
+    forward, penalty, record_batch = (
+        TrainingCriterion.forward,
+        NeSCalRuntime.penalty,
+        History.record_batch,
+    )
+
+    def spy_forward(self, y_pred, y_true):
+        modes.append(self.training)
+        return forward(self, y_pred, y_true)
+
+    def spy_penalty(self, *args, **kwargs):
+        value = penalty(self, *args, **kwargs)
+        returned.append(float(value.detach()))
+        return value
+
+    def spy_record_batch(self, attr, value):
+        if attr == "train_penalty" and value != 0.0:
+            recorded.append(value)
+        return record_batch(self, attr, value)
+
+    monkeypatch.setattr(TrainingCriterion, "forward", spy_forward)
+    monkeypatch.setattr(NeSCalRuntime, "penalty", spy_penalty)
+    monkeypatch.setattr(History, "record_batch", spy_record_batch)
+    X, y = iris
+    clf = NeSCalClassifier(
+        loss=NeSCalLoss(warmup=1, n_neighbors=3), hidden_sizes=(8,), max_epochs=3,
+        batch_size=256, random_state=0,
+    ).fit(X, y)  # fmt: skip
+    assert True in modes and False in modes
+    # one validation batch per epoch: skorch's valid_loss is the criterion's NLL
+    np.testing.assert_allclose(
+        clf.history_[:, "valid_loss"], clf.history_[:, "valid_nll"], rtol=1e-5
+    )  # float32 against float64
+    assert returned == recorded and len(returned) == 2 and all(p > 0 for p in returned)
+
+
+def test_no_private_name_of_skorch_is_used_by_the_estimator():
+    """The estimator extends skorch through its public names only."""
+    import ast
+    import pathlib
+
+    import skorch
+    import skorch.callbacks
+
+    private = {
+        name
+        for owner in (skorch.NeuralNet, *vars(skorch.callbacks).values())
+        if isinstance(owner, type)
+        for name in dir(owner)
+        if name.startswith("_") and not name.startswith("__")
+    }
+    root = pathlib.Path(NeSCalClassifier.__module__.replace(".", "/")).parent
+    package = pathlib.Path(__file__).resolve().parents[1] / root
+    used = {
+        (path.name, node.attr)
+        for path in package.glob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Attribute) and node.attr in private
+    }
+    assert not used

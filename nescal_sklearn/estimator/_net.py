@@ -8,9 +8,9 @@
 * :class:`NeSCalNet` extends skorch through its documented hooks only: ``initialize``
   (the per-fit attributes below), ``get_all_learnable_params`` (frozen parameters stay
   out of the optimizer), ``infer`` (the batch arrives as a dict ``{"X": features,
-  "index": row ids}``; the module sees the features only), ``get_loss`` (the objective:
-  base loss plus the NeSCal penalty) and ``train_step_single`` (mixup, as an explicit
-  step). No private method of skorch is overridden;
+  "index": row ids}``; the module sees the features only), ``get_loss`` (skorch's, with
+  :class:`TrainingCriterion` as the criterion, plus the NeSCal penalty) and
+  ``train_step_single`` (mixup, as an explicit step). No private name of skorch is used;
 * :func:`module_logits` is the network's prediction on rows, in eval mode.
 """
 
@@ -47,6 +47,7 @@ from ._settings import FitSettings
 
 __all__ = [
     "NeSCalNet",
+    "TrainingCriterion",
     "build_network",
     "frozen_parts",
     "make_net",
@@ -235,7 +236,7 @@ def make_net(
         callbacks["progress_bar"] = ProgressBar()
     net = NeSCalNet(
         module=module,
-        criterion=nn.CrossEntropyLoss,  # required by skorch; get_loss computes the loss
+        criterion=TrainingCriterion(loss.base() if loss.uses_neighbours else loss),
         optimizer=torch.optim.AdamW,
         lr=settings.lr,
         optimizer__weight_decay=settings.weight_decay,
@@ -260,6 +261,40 @@ def _hold_in_eval(module: torch.nn.Module, args) -> None:
     module.eval()
 
 
+class TrainingCriterion(nn.Module):
+    """The criterion of :class:`NeSCalNet`: the base loss in train mode, the negative
+    log-likelihood in eval mode.
+
+    skorch puts its criterion in train mode for a training step and in eval mode for a
+    validation step, so training batches pay the objective's base loss and validation
+    batches give the NLL, whatever the objective (early stopping and the ``auto``
+    warm-up select on it). The target is the labels, or ``(labels, sample_weight)`` for
+    a weighted batch: training rows then pay the base loss weighted by
+    ``sample_weight``, and a validation batch's loss is its weighted mean NLL.
+
+    Parameters
+    ----------
+    base_loss : TrainingLoss
+        The loss every training batch pays (NeSCal's base loss, for NeSCal).
+    """
+
+    def __init__(self, base_loss: TrainingLoss) -> None:
+        super().__init__()
+        self.base_loss = base_loss
+
+    def forward(self, y_pred: torch.Tensor, y_true) -> torch.Tensor:
+        sample_weight = None
+        if isinstance(y_true, list | tuple):
+            y_true, sample_weight = y_true
+        if self.training:
+            return self.base_loss(y_pred, y_true, sample_weight=sample_weight)
+        if sample_weight is None:
+            return F.cross_entropy(y_pred, y_true)
+        nll = F.cross_entropy(y_pred, y_true, reduction="none")
+        total = sample_weight.sum().clamp_min(torch.finfo(nll.dtype).tiny)
+        return (sample_weight * nll).sum() / total
+
+
 class NeSCalNet(NeuralNet):
     """skorch ``NeuralNet`` training a module with a :class:`TrainingLoss`.
 
@@ -273,7 +308,8 @@ class NeSCalNet(NeuralNet):
         Passed to :class:`skorch.NeuralNet` (``module``, ``optimizer``, ...).
     training_loss : TrainingLoss
         The objective. For a neighbour loss (NeSCal) this is the spec; the net
-        trains on its base loss (:meth:`NeSCalLoss.base`) plus the runtime's penalty.
+        trains on its base loss (:meth:`NeSCalLoss.base`, the ``criterion``'s) plus the
+        runtime's penalty.
     mixup : float, default=0.0
         Beta(alpha, alpha) mixup of inputs and targets when > 0.
     mixup_seed : int or None, default=None
@@ -285,10 +321,8 @@ class NeSCalNet(NeuralNet):
 
     Attributes
     ----------
-    base_loss_ : TrainingLoss
-        The loss every training batch pays (the spec's base loss for NeSCal).
     nescal_ : NeSCalRuntime or None
-        The per-fit state of NeSCal (graph, cache, current weight, last penalty).
+        The per-fit state of NeSCal (graph, cache, current weight).
         Set by the ``BuildNeighbourhood`` callback when the graph is built; None
         before that and for losses without a graph.
     warmup_end_epoch_ : int or None
@@ -305,12 +339,11 @@ class NeSCalNet(NeuralNet):
 
     Notes
     -----
-    The validation loss is always the negative log-likelihood (plain
-    cross-entropy), whatever the objective: early stopping and the ``auto`` warm-up
-    select on it. Batches may carry ``"sample_weight"`` in their dict ``X``: training
-    rows then pay ``mean_i w_i l_i`` (base loss and the penalty's own term), and a
-    validation batch's loss is its weighted mean NLL. ``criterion`` is required by skorch but unused: :meth:`get_loss`
-    computes the objective.
+    The ``criterion`` is a :class:`TrainingCriterion`: the base loss for training
+    batches, the negative log-likelihood for validation batches, whatever the objective.
+    Batches may carry ``"sample_weight"`` in their dict ``X``: training rows then pay
+    ``mean_i w_i l_i`` (base loss and the penalty's own term), and a validation batch's
+    loss is its weighted mean NLL.
     """
 
     def __init__(
@@ -340,8 +373,6 @@ class NeSCalNet(NeuralNet):
             modules = dict(self.module_.named_modules())
             for name in self.frozen_.modules:
                 self.frozen_hooks_.append(modules[name].register_forward_pre_hook(_hold_in_eval))
-        loss = self.training_loss
-        self.base_loss_ = loss.base() if loss.uses_neighbours else loss
         self.nescal_ = None
         self.warmup_end_epoch_ = None
         self.mixup_rng_ = np.random.default_rng(self.mixup_seed)
@@ -389,30 +420,32 @@ class NeSCalNet(NeuralNet):
         return y_pred
 
     def get_loss(self, y_pred, y_true, X=None, training=False):
-        """Training: base loss + weight × NeSCal penalty (once the graph exists).
+        """skorch's loss (the criterion's) plus, in training, weight × the NeSCal penalty.
 
-        Records the batch's penalty as ``train_penalty`` (0 before the graph and for
-        losses without one). Validation: the NLL.
+        An ensemble's members each pay the loss on every row. Records the batch's
+        penalty as ``train_penalty`` (0 before the graph and for losses without one).
         """
         y_true = y_true.to(y_pred.device)
         weights = _sample_weight(X, y_pred)
+        index = None
+        if training:
+            index = X["index"] if isinstance(X, Mapping) else None
+            if y_pred.dim() == 3:  # an ensemble: every member pays its loss on every row
+                if index is not None:
+                    index = torch.as_tensor(index)
+                y_pred, y_true, index, weights = flatten_members(y_pred, y_true, index, weights)
+        # skorch's steps set the criterion's mode; set here too, for any other caller
+        self.criterion_.train(training)
+        target = y_true if weights is None else (y_true, weights)
+        loss = super().get_loss(y_pred, target, X=X, training=training)
         if not training:
-            if weights is None:
-                return F.cross_entropy(y_pred, y_true)
-            nll = F.cross_entropy(y_pred, y_true, reduction="none")
-            return (weights * nll).sum() / weights.sum().clamp_min(torch.finfo(nll.dtype).tiny)
-        index = X["index"] if isinstance(X, Mapping) else None
-        if y_pred.dim() == 3:  # an ensemble: every member pays its loss on every row
-            if index is not None:
-                index = torch.as_tensor(index)
-            y_pred, y_true, index, weights = flatten_members(y_pred, y_true, index, weights)
-        loss = self.base_loss_(y_pred, y_true, sample_weight=weights)
+            return loss
         runtime = self.nescal_
         if runtime is None:
             self.history.record_batch("train_penalty", 0.0)
             return loss
         penalty = runtime.penalty(y_pred, index, y_true, sample_weight=weights)
-        self.history.record_batch("train_penalty", runtime.last_penalty)
+        self.history.record_batch("train_penalty", float(penalty.detach()))
         if runtime.current_weight == 0.0:
             return loss  # exactly the base loss's gradient (the cache is still refreshed)
         return loss + runtime.current_weight * penalty
@@ -427,7 +460,8 @@ class NeSCalNet(NeuralNet):
             y_pred, partner_target, _, weights = flatten_members(
                 y_pred, partner_target, None, weights
             )
-        partners = self.base_loss_(y_pred, partner_target, sample_weight=weights)
+        target = partner_target if weights is None else (partner_target, weights)
+        partners = super().get_loss(y_pred, target, X=X, training=True)
         return lam * own + (1.0 - lam) * partners
 
     def train_step_single(self, batch, **fit_params):
@@ -440,7 +474,8 @@ class NeSCalNet(NeuralNet):
         """
         if not self.mixup:
             return super().train_step_single(batch, **fit_params)
-        self._set_training(True)
+        self.module_.train()  # train mode, as skorch's own step sets it
+        self.criterion_.train()
         Xi, yi = unpack_data(batch)
         features = torch.as_tensor(Xi["X"], device=self.device)
         lam = float(self.mixup_rng_.beta(self.mixup, self.mixup))
