@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import copy
 import numbers
-import warnings
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import Any
 
 import numpy as np
 import torch
@@ -23,11 +21,18 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from torch import nn
 
-from ..exceptions import ParameterError
 from ..losses import LOSSES, TrainingLoss, get_loss
 from ..preprocessing import ColumnLayout
 from ._fit_data import FitData, prepare_fit_data
-from ._net import build_network, frozen_parts, make_net, module_logits, training_device
+from ._net import (
+    NeighbourPlan,
+    build_network,
+    frozen_parts,
+    make_net,
+    module_logits,
+    plan_neighbours,
+    training_device,
+)
 from ._outcome import check_finite, check_training_ended, penalty_status, warn_degenerate
 from ._recipes import RECIPES, get_recipe
 from ._schedule import LR_SCHEDULES
@@ -35,9 +40,6 @@ from ._settings import FitSettings, resolve_settings
 from ._threads import limit_threads
 
 __all__ = ["NeSCalClassifier"]
-
-#: Warm-up fraction used by ``warmup="auto"`` when there are no validation rows.
-AUTO_WARMUP_FALLBACK = 0.3
 
 
 def _epoch_history(history):
@@ -376,7 +378,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
             data = prepare_fit_data(
                 self, settings, X, y, sample_weight, X_val, y_val, sample_weight_val, rng
             )
-            plan = self._neighbour_plan(settings, data)
+            plan = plan_neighbours(settings, data)
             device = training_device(settings.device)
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(seed)
@@ -430,57 +432,9 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("_")]:
             delattr(self, name)
 
-    @staticmethod
-    def _neighbour_plan(settings: FitSettings, data: FitData) -> Mapping[str, Any] | None:
-        """NeSCal's warm-up and neighbour count as this fit will train them.
-
-        The spec is not changed: what differs from it (the ``auto`` warm-up without
-        validation rows, a default ``n_neighbors`` too large for the data) is returned,
-        announced with a warning, and recorded as ``warmup_`` and ``n_neighbors_``.
-        """
-        loss = settings.loss
-        if not loss.uses_neighbours:
-            return None
-        max_epochs = settings.max_epochs
-        warmup: int | str = "auto"
-        if loss.warmup == "auto" and data.X_valid is None:
-            warmup = int(AUTO_WARMUP_FALLBACK * max_epochs)
-            warnings.warn(
-                "loss__warmup='auto' ends the warm-up where the validation NLL stops "
-                "improving, but early_stopping=False holds out no validation rows; the "
-                f"warm-up falls back to {AUTO_WARMUP_FALLBACK} of max_epochs ({warmup} "
-                "epochs, warmup_). Pass an int or float warmup to silence this warning.",
-                UserWarning,
-                stacklevel=3,
-            )
-        elif loss.warmup != "auto":
-            warmup = loss.warmup_epochs(max_epochs)
-        n_train = len(data.X_train)
-        held = (
-            f" after holding out validation_fraction={settings.validation_fraction}"
-            if data.held_out
-            else ""
-        )
-        n_neighbors = loss.n_neighbors
-        if n_train < n_neighbors + 1 and settings.loss_name is not None and n_train >= 2:
-            n_neighbors = n_train - 1
-            warnings.warn(
-                f"loss__n_neighbors={loss.n_neighbors} (the recipe's value for "
-                f"loss={settings.loss_name!r}) needs at least {loss.n_neighbors + 1} training rows; got "
-                f"{n_train}{held}. Using {n_neighbors} neighbours instead (recorded as "
-                "n_neighbors_); pass loss__n_neighbors explicitly to choose.",
-                UserWarning,
-                stacklevel=3,
-            )
-        if n_train < n_neighbors + 1:
-            raise ParameterError(
-                "loss__n_neighbors",
-                f"loss__n_neighbors={loss.n_neighbors} needs at least {loss.n_neighbors + 1} "
-                f"training rows; got {n_train}{held}.",
-            )
-        return MappingProxyType({"warmup": warmup, "n_neighbors": n_neighbors})
-
-    def _set_fitted(self, net, callbacks: dict, plan, settings: FitSettings, data: FitData):
+    def _set_fitted(
+        self, net, callbacks: dict, plan: NeighbourPlan | None, settings: FitSettings, data: FitData
+    ):
         """Set every fitted attribute, once training has succeeded."""
         self.classes_ = data.classes
         self.n_features_in_ = data.n_features_in
@@ -489,8 +443,8 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         self.recipe_ = settings.recipe
         self.params_ = settings.params
         self.loss_ = settings.loss
-        self.warmup_ = None if plan is None else plan["warmup"]
-        self.n_neighbors_ = None if plan is None else plan["n_neighbors"]
+        self.warmup_ = None if plan is None else plan.warmup
+        self.n_neighbors_ = None if plan is None else plan.n_neighbors
         self.column_layout_ = data.layout
         module = net.module_.eval()
         for param in module.parameters():

@@ -1,5 +1,6 @@
 """The network of a fit: the module, checked, and the skorch net that trains it.
 
+* :func:`plan_neighbours` fixes NeSCal's warm-up and neighbour count for the fit's data;
 * :func:`build_network` builds the module a fit trains (the default network with the
   options of ``module_kwargs`` on the column layout, a module class, or a copy of an
   instance) and checks it on two training rows;
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -47,16 +49,81 @@ from ._settings import FitSettings
 
 __all__ = [
     "NeSCalNet",
+    "NeighbourPlan",
     "TrainingCriterion",
     "build_network",
     "frozen_parts",
     "make_net",
     "module_logits",
+    "plan_neighbours",
     "training_device",
 ]
 
 #: Rows per forward pass in ``predict``, ``predict_proba`` and ``decision_function``.
 PREDICT_BATCH_ROWS = 8192
+
+#: Warm-up fraction used by ``warmup="auto"`` when there are no validation rows.
+AUTO_WARMUP_FALLBACK = 0.3
+
+
+@dataclass(frozen=True)
+class NeighbourPlan:
+    """NeSCal's warm-up and neighbour count as one fit trains them (``warmup_``,
+    ``n_neighbors_``): ``"auto"`` or a number of epochs, and the neighbours per row."""
+
+    warmup: int | str
+    n_neighbors: int
+
+
+def plan_neighbours(settings: FitSettings, data: FitData) -> NeighbourPlan | None:
+    """NeSCal's warm-up and neighbour count as this fit will train them (None for a loss
+    without a graph).
+
+    The spec is not changed: what differs from it (the ``auto`` warm-up without
+    validation rows, a default ``n_neighbors`` too large for the data) is returned,
+    announced with a warning, and recorded as ``warmup_`` and ``n_neighbors_``.
+    """
+    loss = settings.loss
+    if not loss.uses_neighbours:
+        return None
+    max_epochs = settings.max_epochs
+    warmup: int | str = "auto"
+    if loss.warmup == "auto" and data.X_valid is None:
+        warmup = int(AUTO_WARMUP_FALLBACK * max_epochs)
+        warnings.warn(
+            "loss__warmup='auto' ends the warm-up where the validation NLL stops "
+            "improving, but early_stopping=False holds out no validation rows; the "
+            f"warm-up falls back to {AUTO_WARMUP_FALLBACK} of max_epochs ({warmup} "
+            "epochs, warmup_). Pass an int or float warmup to silence this warning.",
+            UserWarning,
+            stacklevel=3,
+        )
+    elif loss.warmup != "auto":
+        warmup = loss.warmup_epochs(max_epochs)
+    n_train = len(data.X_train)
+    held = (
+        f" after holding out validation_fraction={settings.validation_fraction}"
+        if data.held_out
+        else ""
+    )
+    n_neighbors = loss.n_neighbors
+    if n_train < n_neighbors + 1 and settings.loss_name is not None and n_train >= 2:
+        n_neighbors = n_train - 1
+        warnings.warn(
+            f"loss__n_neighbors={loss.n_neighbors} (the recipe's value for "
+            f"loss={settings.loss_name!r}) needs at least {loss.n_neighbors + 1} training "
+            f"rows; got {n_train}{held}. Using {n_neighbors} neighbours instead (recorded "
+            "as n_neighbors_); pass loss__n_neighbors explicitly to choose.",
+            UserWarning,
+            stacklevel=3,
+        )
+    if n_train < n_neighbors + 1:
+        raise ParameterError(
+            "loss__n_neighbors",
+            f"loss__n_neighbors={loss.n_neighbors} needs at least {loss.n_neighbors + 1} "
+            f"training rows; got {n_train}{held}.",
+        )
+    return NeighbourPlan(warmup, n_neighbors)
 
 
 def training_device(device: str | torch.device) -> torch.device:
@@ -154,7 +221,7 @@ def frozen_parts(module: nn.Module, freeze) -> FrozenParts:
 def make_net(
     settings: FitSettings,
     data: FitData,
-    plan: Mapping[str, Any] | None,
+    plan: NeighbourPlan | None,
     module: nn.Module,
     *,
     device: torch.device,
@@ -171,8 +238,8 @@ def make_net(
     ----------
     settings : FitSettings
     data : FitData
-    plan : mapping or None
-        NeSCal's ``warmup`` and ``n_neighbors`` as this fit trains them; None for a loss
+    plan : NeighbourPlan or None
+        NeSCal's warm-up and neighbour count (:func:`plan_neighbours`); None for a loss
         without a graph.
     module : torch.nn.Module
         The network (:func:`build_network`).
@@ -195,7 +262,7 @@ def make_net(
     if validated:
         callbacks["validation_nll"] = ValidationNLL()
     if plan is not None:
-        fixed = None if plan["warmup"] == "auto" else plan["warmup"]
+        fixed = None if plan.warmup == "auto" else plan.warmup
         callbacks["warmup_end"] = WarmupEnd(fixed, loss.warmup_patience, monitor=monitor)
         callbacks["build_neighbourhood"] = BuildNeighbourhood(
             loss,
@@ -203,7 +270,7 @@ def make_net(
             max_epochs,
             settings.embedding_layer,
             seed,
-            n_neighbors=plan["n_neighbors"],
+            n_neighbors=plan.n_neighbors,
         )
     callbacks["penalty_schedule"] = PenaltySchedule()
     callbacks["train_penalty"] = PassthroughScoring(name="train_penalty", on_train=True)
