@@ -1,16 +1,101 @@
-"""A minimal ``get_params``/``set_params`` protocol for objects below the estimator layer.
+"""Parameters below the estimator layer: the ``get_params``/``set_params`` protocol, and
+the checks and message helpers every room shares.
 
 Loss objects live in the pure-torch layers, which must not import scikit-learn, yet
 they have to work with :func:`sklearn.base.clone`, ``set_params(loss__weight=...)``
 and ``GridSearchCV``. scikit-learn only needs ``get_params(deep=...)`` and
 ``set_params(**params)`` with the ``__init__`` convention (every keyword argument is
-stored unchanged under its own name), which this mixin provides.
+stored unchanged under its own name), which :class:`ParamsMixin` provides.
+
+:func:`check_int` is the one integer check of the rooms (a bool is not an int), and
+:func:`plain` shows a numpy scalar in a message as the Python value it holds.
 """
 
 from __future__ import annotations
 
 import inspect
+from numbers import Integral
 from typing import Any
+
+import numpy as np
+
+from .exceptions import ParameterError, ParameterTypeError
+
+__all__ = ["ParamsMixin", "check_int", "is_int", "plain"]
+
+
+def plain(value: Any) -> Any:
+    """A numpy scalar as the Python number or string it holds (for error messages).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nescal_sklearn._params import plain
+    >>> plain(np.int64(3)), plain(np.str_("a")), plain([1])
+    (3, 'a', [1])
+    """
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def is_int(value: Any) -> bool:
+    """Whether ``value`` is an integer, Python's or numpy's; a bool is not."""
+    return isinstance(value, Integral) and not isinstance(value, bool)
+
+
+def check_int(
+    name: str,
+    value: Any,
+    *,
+    low: int | None = None,
+    owner: str | None = None,
+    none: bool = False,
+) -> int | None:
+    """``value`` as an ``int``; raise, naming ``name`` and the value, unless it is one.
+
+    The message reads ``"[owner: ]name must be [None or ]an int[ >= low]; got value."``.
+
+    Parameters
+    ----------
+    name : str
+        The parameter, as the caller spells it.
+    value : object
+        What was passed.
+    low : int or None, default=None
+        The smallest value allowed; None: any int.
+    owner : str or None, default=None
+        A class or function name that starts the message (``"NeSCalLoss"``).
+    none : bool, default=False
+        Accept None (and return it).
+
+    Raises
+    ------
+    ParameterTypeError
+        For a value that is not an int (a bool, a float): a ``TypeError`` and a
+        ``ValueError``.
+    ParameterError
+        For an int below ``low``.
+
+    Examples
+    --------
+    >>> from nescal_sklearn._params import check_int
+    >>> check_int("k", 3, low=1)
+    3
+    >>> check_int("k", True, low=1)
+    Traceback (most recent call last):
+    ...
+    nescal_sklearn.exceptions.ParameterTypeError: k must be an int >= 1; got True.
+    """
+    if value is None and none:
+        return None
+    bound = "" if low is None else f" >= {low}"
+    message = f"{name} must be {'None or ' if none else ''}an int{bound}; got {value!r}."
+    if owner:
+        message = f"{owner}: {message}"
+    if not is_int(value):
+        raise ParameterTypeError(name, message)
+    if low is not None and value < low:
+        raise ParameterError(name, message)
+    return int(value)
 
 
 class ParamsMixin:

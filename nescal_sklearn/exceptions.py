@@ -1,10 +1,22 @@
-"""Exceptions raised by nescal_sklearn."""
+"""Exceptions raised by nescal_sklearn.
+
+Importing this module imports no third-party library, so that the pure-torch rooms can
+raise these errors too; scikit-learn's ``NotFittedError`` and the scikit-learn-compatible
+:class:`InvalidParameterError` are resolved on first use (PEP 562).
+"""
 
 from __future__ import annotations
 
-from sklearn.exceptions import NotFittedError
+import functools
 
-__all__ = ["NeSCalError", "NotFittedError", "ParameterError", "PenaltyInactiveWarning"]
+__all__ = [
+    "InvalidParameterError",  # noqa: F822 (resolved by __getattr__)
+    "NeSCalError",
+    "NotFittedError",  # noqa: F822 (resolved by __getattr__)
+    "ParameterError",
+    "ParameterTypeError",
+    "PenaltyInactiveWarning",
+]
 
 # ``NotFittedError`` is scikit-learn's own class, re-exported: every estimator and
 # calibrator of nescal_sklearn raises it (through ``check_is_fitted``) when used before
@@ -26,13 +38,13 @@ class PenaltyInactiveWarning(UserWarning):
 
 
 class ParameterError(NeSCalError, ValueError):
-    """A parameter of an estimator (or of its loss) has a value it cannot take.
+    """A parameter of an estimator, a loss or a network has a value it cannot take.
 
-    Raised by ``NeSCalClassifier.check_params`` (and so by ``fit``) before any data is
-    read. It is a ``ValueError``, so ``except ValueError`` still catches it, and it
-    carries the parameter's name as ``get_params`` spells it, so a caller (a benchmark
-    configuration, a grid search) can point at the setting to change without reading
-    the message.
+    ``NeSCalClassifier.check_params`` (and so ``fit``, before any data is read) raises
+    it for every bad parameter. It is a ``ValueError``, so ``except ValueError`` still
+    catches it, and it carries the parameter's name as ``get_params(deep=True)`` of the
+    object that raised it spells it, so a caller (a benchmark configuration, a grid
+    search) can point at the setting to change without reading the message.
 
     Parameters
     ----------
@@ -48,8 +60,48 @@ class ParameterError(NeSCalError, ValueError):
     >>> error = ParameterError("max_epochs", "max_epochs must be >= 1; got 0.")
     >>> error.param, isinstance(error, ValueError)
     ('max_epochs', True)
+    >>> error.nested("loss").param
+    'loss__max_epochs'
     """
 
     def __init__(self, param: str, message: str):
         super().__init__(message)
         self.param = param
+
+    def nested(self, owner: str) -> ParameterError:
+        """The same error, for the parameter as the object that holds ``owner`` spells it
+        (``owner__param``)."""
+        return type(self)(f"{owner}__{self.param}", str(self))
+
+    def __reduce__(self):
+        return type(self), (self.param, str(self))
+
+
+class ParameterTypeError(ParameterError, TypeError):
+    """A parameter of the wrong type (a float for an int, a bool for a number): a
+    :class:`ParameterError`, and a ``TypeError`` as Python's own argument errors are."""
+
+
+@functools.cache
+def _invalid_parameter_error() -> type:
+    from sklearn.utils._param_validation import InvalidParameterError as SklearnError
+
+    class InvalidParameterError(ParameterTypeError, SklearnError):
+        """A parameter that fails its estimator's declared constraints
+        (``_parameter_constraints``): a :class:`ParameterTypeError` that is also
+        scikit-learn's ``InvalidParameterError``, so that scikit-learn's checks and
+        ``except`` clauses recognise it. Its message is scikit-learn's."""
+
+    InvalidParameterError.__module__ = __name__
+    InvalidParameterError.__qualname__ = "InvalidParameterError"  # picklable by name
+    return InvalidParameterError
+
+
+def __getattr__(name: str):
+    if name == "NotFittedError":
+        from sklearn.exceptions import NotFittedError
+
+        return NotFittedError
+    if name == "InvalidParameterError":
+        return _invalid_parameter_error()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -308,15 +308,3 @@ def test_a_declared_layout_is_used_where_the_guess_misreads_it():
         ),
     ):
         NeSCalClassifier(**{**common, "categorical_features": [[1, 2], [2, 3]]}).fit(X, y)
-
-
-def test_the_default_network_options_need_the_default_network():
-    X = np.random.default_rng(0).normal(size=(40, 3))
-    y = np.arange(40) % 2
-    message = (
-        "categorical_embedding=True configures the default network (module=None), but "
-        "module=<class 'torch.nn.modules.linear.Linear'> was given. Configure your module "
-        "instead: an ensemble module returns logits of shape (n, n_members, n_classes)."
-    )
-    with pytest.raises(ValueError, match=re.escape(message)):
-        NeSCalClassifier(module=nn.Linear, categorical_embedding=True).fit(X, y)

@@ -1,11 +1,12 @@
-"""NeSCalClassifier's backbone options: built-in ensembles, periodic embeddings, robust
-input scaling, learning-rate schedules; and ``module`` by import path in a config."""
+"""NeSCalClassifier's backbone options: built-in ensembles, periodic embeddings,
+learning-rate schedules; and ``module`` by import path in a config."""
 
 from __future__ import annotations
 
 import math
 import pickle
 import re
+import sys
 import warnings
 
 import numpy as np
@@ -57,9 +58,9 @@ def test_periodic_embedding_embeds_only_numeric_columns():
     X, y = _mixed()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        clf = NeSCalClassifier(
-            "ce", module_kwargs={"numeric_embedding": "periodic"}, **FAST
-        ).fit(X, y)
+        clf = NeSCalClassifier("ce", module_kwargs={"numeric_embedding": "periodic"}, **FAST).fit(
+            X, y
+        )
     assert clf.module_.embedded_index.tolist() == [0, 1, 2, 3]
     assert clf.module_.passed_index.tolist() == [4, 5]
     from rtdl_num_embeddings import PeriodicEmbeddings
@@ -68,29 +69,16 @@ def test_periodic_embedding_embeds_only_numeric_columns():
     assert clf.predict_proba(X).shape == (len(y), 3)
 
 
-def test_robust_scaling_is_applied_to_numeric_columns_inside_the_estimator():
-    """The deprecated numeric_scaling still works for one release, with a FutureWarning."""
+def test_periodic_embedding_without_its_extra_names_the_install_line(monkeypatch):
     X, y = _mixed()
-    X[0, 0] = 1e6  # an outlier the smooth clip bounds
-    clf = NeSCalClassifier("ce", numeric_scaling="robust", early_stopping=False, **FAST)
+    monkeypatch.setitem(sys.modules, "rtdl_num_embeddings", None)  # as if not installed
     message = (
-        "NeSCalClassifier(numeric_scaling=...) is deprecated and will be removed in the next "
-        "release; scale in the preprocessing instead: "
-        "make_tabular_pipeline(numeric_scaling='robust')."
+        "numeric_embedding='periodic' needs the rtdl_num_embeddings package, which the "
+        "periodic extra brings: pip install 'nescal-sklearn[periodic]'"
     )
-    with pytest.warns(FutureWarning, match=re.escape(message)):
+    clf = NeSCalClassifier("ce", module_kwargs={"numeric_embedding": "periodic"}, **FAST)
+    with pytest.raises(ImportError, match=f"^{re.escape(message)}$"):
         clf.fit(X, y)
-    assert clf.input_scaler_.columns == [0, 1, 2, 3]
-    scaler = clf.input_scaler_.scaler_
-    # fitted on the training rows (all of them without early stopping): median, by hand
-    np.testing.assert_allclose(scaler.center_, np.median(X[:, :4], axis=0))
-    scaled = X.copy()
-    scaled[:, :4] = scaler.transform(X[:, :4])
-    assert np.abs(scaled[:, :4]).max() <= 3.0
-    np.testing.assert_array_equal(scaled[:, 4:], X[:, 4:])
-    with torch.no_grad():
-        expected = torch.softmax(clf.module_(torch.as_tensor(scaled)), -1).numpy()
-    np.testing.assert_allclose(clf.predict_proba(X), expected, atol=1e-6)
 
 
 @pytest.mark.parametrize("schedule", ["cosine", "flat_cosine"])
@@ -110,28 +98,8 @@ def test_lr_schedule_sets_each_epochs_learning_rate(schedule):
     np.testing.assert_allclose(lrs, expected, rtol=1e-6)
 
 
-@pytest.mark.parametrize(
-    ("name", "value"),
-    [("n_members", 2), ("numeric_embedding", "pbld"), ("categorical_embedding", True)],
-)
-def test_deprecated_network_options_warn_and_train_as_module_kwargs(name, value):
-    X, y = _mixed()
-    message = (
-        f"NeSCalClassifier({name}=...) is deprecated and will be removed in the next release; "
-        f"pass module_kwargs={{{name!r}: {value!r}}} instead."
-    )
-    with pytest.warns(FutureWarning, match=re.escape(message)):
-        old = NeSCalClassifier("ce", **{name: value}, **FAST).fit(X, y)
-    new = NeSCalClassifier("ce", module_kwargs={name: value}, **FAST).fit(X, y)
-    np.testing.assert_array_equal(old.predict_proba(X), new.predict_proba(X))
-
-
 def test_backbone_options_need_the_default_module():
     X, y = _mixed()
-    with pytest.raises(ValueError, match=r"n_members=2 configures the default network"):
-        NeSCalClassifier(module=torch.nn.Linear(6, 3), n_members=2).fit(X, y)
-    with pytest.raises(ValueError, match=r"numeric_embedding='periodic' configures"):
-        NeSCalClassifier(module=torch.nn.Linear(6, 3), numeric_embedding="periodic").fit(X, y)
     with pytest.raises(ValueError, match="lr_schedule"):
         NeSCalClassifier(lr_schedule="linear").fit(X, y)
 
@@ -141,9 +109,15 @@ def test_config_module_by_import_path():
     from nescal_sklearn.nn import TabMModule
 
     method = LossMethod("ce")
-    for path in ("nescal_sklearn.nn.TabMModule", "nescal_sklearn.benchmark.TabMModule"):  # old path too
+    for path in (
+        "nescal_sklearn.nn.TabMModule",
+        "nescal_sklearn.benchmark.TabMModule",
+    ):  # old path too
         assert method.build({"module": path}, seed=0).module is TabMModule
-    for value, message in (("numpy.ndarray", "torch.nn.Module subclass"), ("nowhere.Module", "cannot import")):
+    for value, message in (
+        ("numpy.ndarray", "torch.nn.Module subclass"),
+        ("nowhere.Module", "cannot import"),
+    ):
         data = {"datasets": [{"sklearn": "iris"}], "recipe": "2026-12-04", "confirm_seeds": [0],
                 "methods": [{"loss": "ce", "params": {"module": value}}]}  # fmt: skip
         with pytest.raises(ConfigError, match=message):

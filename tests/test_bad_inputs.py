@@ -35,7 +35,7 @@ from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.utils._param_validation import InvalidParameterError
 
-from nescal_sklearn import NeSCalClassifier, PenaltyInactiveWarning, calibration
+from nescal_sklearn import NeSCalClassifier, PenaltyInactiveWarning, calibration, exceptions
 from nescal_sklearn.metrics import (
     classwise_calibration_error,
     expected_calibration_error,
@@ -54,6 +54,12 @@ class Raises:
     error: type[BaseException]
     fragment: str
     warns: tuple[tuple[type[Warning], str], ...] = ()
+    param: str | None = None
+
+
+def Param(error: type[BaseException], param: str, fragment: str, **kwargs) -> Raises:
+    """The call raises exactly ``error``, a ParameterError whose ``param`` is ``param``."""
+    return Raises(error, fragment, param=param, **kwargs)
 
 
 @dataclass(frozen=True)
@@ -97,6 +103,8 @@ def _run(case: Case, ctx) -> None:
             with pytest.raises(expect.error, match=re.escape(expect.fragment)) as info:
                 case.action(ctx)
             assert type(info.value) is expect.error, f"raised {type(info.value).__name__}"
+            if expect.param is not None:
+                assert info.value.param == expect.param
         else:
             result = case.action(ctx)
     messages = [f"{w.category.__name__}: {w.message}" for w in caught]
@@ -232,15 +240,17 @@ PROBA = (N_ROWS, N_CLASSES)
 
 
 def _invalid(name: str, constraint: str, got: str) -> Raises:
-    return Raises(
-        InvalidParameterError,
+    return Param(
+        exceptions.InvalidParameterError,
+        name,
         f"The {name!r} parameter of NeSCalClassifier must be {constraint}. Got {got} instead.",
     )
 
 
 def _hidden(got: str) -> Raises:
-    return Raises(
-        ValueError,
+    return Param(
+        exceptions.ParameterError,
+        "hidden_sizes",
         "hidden_sizes must be a sequence of ints >= 1 (the width of each hidden layer; () for "
         f"none); got {got}.",
     )
@@ -295,32 +305,32 @@ A1_CASES = [
          lambda c: c.fit(graph(), y=np.where(np.arange(N_ROWS) == 0, np.nan, c.y)),
          Raises(ValueError, "Input y contains NaN.")),
     Case("E18", "loss__n_neighbors=100 > rows", lambda c: c.fit(graph(loss__n_neighbors=100)),
-         Raises(ValueError, "loss__n_neighbors=100 needs at least 101 training rows; got 48 "
+         Param(exceptions.ParameterError, "loss__n_neighbors", "loss__n_neighbors=100 needs at least 101 training rows; got 48 "
                 "after holding out validation_fraction=0.2.")),
     Case("E19", "loss__n_neighbors=47 with 48 training rows",
          lambda c: c.proba(graph(loss__n_neighbors=47)), Returns(PROBA)),
     Case("E20", "loss__n_neighbors=0", lambda c: c.fit(graph(loss__n_neighbors=0)),
-         Raises(ValueError, "NeSCalLoss: n_neighbors must be an int >= 1; got 0.")),
+         Param(exceptions.ParameterError, "loss__n_neighbors", "NeSCalLoss: n_neighbors must be an int >= 1; got 0.")),
     Case("E21", "loss__n_neighbors=-3", lambda c: c.fit(graph(loss__n_neighbors=-3)),
-         Raises(ValueError, "NeSCalLoss: n_neighbors must be an int >= 1; got -3.")),
+         Param(exceptions.ParameterError, "loss__n_neighbors", "NeSCalLoss: n_neighbors must be an int >= 1; got -3.")),
     Case("E22", "loss__n_neighbors=3.0", lambda c: c.fit(graph(loss__n_neighbors=3.0)),
-         Raises(TypeError, "NeSCalLoss: n_neighbors must be an int >= 1; got 3.0.")),
+         Param(exceptions.ParameterTypeError, "loss__n_neighbors", "NeSCalLoss: n_neighbors must be an int >= 1; got 3.0.")),
     Case("E23", "loss__n_neighbors=2.5", lambda c: c.fit(graph(loss__n_neighbors=2.5)),
-         Raises(TypeError, "NeSCalLoss: n_neighbors must be an int >= 1; got 2.5.")),
+         Param(exceptions.ParameterTypeError, "loss__n_neighbors", "NeSCalLoss: n_neighbors must be an int >= 1; got 2.5.")),
     Case("E24", "loss__n_neighbors=np.int64(3)",
          lambda c: c.proba(graph(loss__n_neighbors=np.int64(3))), Returns(PROBA)),
     Case("E25", "loss__weight=-1", lambda c: c.fit(graph(loss__weight=-1)),
-         Raises(ValueError, "NeSCalLoss: weight must be >= 0.0; got -1")),
+         Param(exceptions.ParameterError, "loss__weight", "NeSCalLoss: weight must be >= 0.0; got -1")),
     Case("E26", "loss__weight=nan", lambda c: c.fit(graph(loss__weight=np.nan)),
-         Raises(ValueError, "NeSCalLoss: weight must be >= 0.0; got nan.")),
+         Param(exceptions.ParameterError, "loss__weight", "NeSCalLoss: weight must be >= 0.0; got nan.")),
     Case("E27", "loss__weight=inf", lambda c: c.fit(graph(loss__weight=np.inf)),
-         Raises(ValueError, "NeSCalLoss: weight must be finite; got inf.")),
+         Param(exceptions.ParameterError, "loss__weight", "NeSCalLoss: weight must be finite; got inf.")),
     Case("E28", "loss__weight='1.0' (string)", lambda c: c.fit(graph(loss__weight="1.0")),
-         Raises(TypeError, "NeSCalLoss: weight must be a real number; got str '1.0'.")),
+         Param(exceptions.ParameterTypeError, "loss__weight", "NeSCalLoss: weight must be a real number; got str '1.0'.")),
     Case("E29", "loss='nescall' (unknown name)", lambda c: c.fit(nescal(loss="nescall")),
-         Raises(ValueError, "Unknown loss 'nescall': expected a TrainingLoss object or one of")),
+         Param(exceptions.ParameterError, "loss", "Unknown loss 'nescall': expected a TrainingLoss object or one of")),
     Case("E30", "loss=42 (wrong type)", lambda c: c.fit(nescal(loss=42)),
-         Raises(InvalidParameterError, "The 'loss' parameter of NeSCalClassifier must be an "
+         Param(exceptions.InvalidParameterError, "loss", "The 'loss' parameter of NeSCalClassifier must be an "
                 "instance of")),
     Case("E31", "set_params(foo=1)", lambda c: nescal().set_params(foo=1),
          Raises(ValueError, "Invalid parameter 'foo' for estimator NeSCalClassifier")),
@@ -346,7 +356,7 @@ A1_CASES = [
          lambda c: c.proba(graph(early_stopping=False), *_five_rows(c)), Returns((5, 3))),
     Case("E40", "5 rows, early_stopping=False, default n_neighbors=10",
          lambda c: c.fit(nescal(loss__warmup=1, early_stopping=False), *_five_rows(c)),
-         Raises(ValueError, "loss__n_neighbors=10 needs at least 11 training rows; got 5.")),
+         Param(exceptions.ParameterError, "loss__n_neighbors", "loss__n_neighbors=10 needs at least 11 training rows; got 5.")),
     Case("E41", "all rows identical", lambda c: c.proba(graph(), np.ones_like(c.X)),
          Returns(PROBA)),
     Case("E42", "all rows identical, graph_method='approximate'",
@@ -364,15 +374,15 @@ A1_CASES = [
          Returns(PROBA)),
     # E47, E48 and E94 were silently plain cross-entropy (P3): now refused in fit.
     Case("E47", "loss__warmup=50 > max_epochs=3", lambda c: c.fit(graph(loss__warmup=50)),
-         Raises(ValueError, "loss__warmup=50 ends the warm-up at epoch 51, after")),
+         Param(exceptions.ParameterError, "loss__warmup", "loss__warmup=50 ends the warm-up at epoch 51, after")),
     Case("E48", "loss__warmup=3 == max_epochs=3", lambda c: c.fit(graph(loss__warmup=3)),
-         Raises(ValueError, "loss__warmup=3 ends the warm-up at epoch 4, after")),
+         Param(exceptions.ParameterError, "loss__warmup", "loss__warmup=3 ends the warm-up at epoch 4, after")),
     Case("E49", "loss__warmup=0.99 (fraction), max_epochs=3",
          lambda c: c.proba(graph(loss__warmup=0.99)), Returns(PROBA)),
     Case("E50", "loss__warmup=-1", lambda c: c.fit(graph(loss__warmup=-1)),
-         Raises(ValueError, "NeSCalLoss: warmup must be >= 0 epochs; got -1.")),
+         Param(exceptions.ParameterError, "loss__warmup", "NeSCalLoss: warmup must be >= 0 epochs; got -1.")),
     Case("E51", "loss__warmup=1.5", lambda c: c.fit(graph(loss__warmup=1.5)),
-         Raises(ValueError, "NeSCalLoss: warmup as a float is a fraction of max_epochs and must "
+         Param(exceptions.ParameterError, "loss__warmup", "NeSCalLoss: warmup as a float is a fraction of max_epochs and must "
                 "be in [0, 1); got 1.5.")),
     # E52-E55, E91, E92: hidden_sizes entries were not validated (P4).
     Case("E52", "hidden_sizes=(0,)", lambda c: c.fit(graph(hidden_sizes=(0,))), _hidden("[0]")),
@@ -393,10 +403,10 @@ A1_CASES = [
     Case("E60", "dropout=1.0", lambda c: c.fit(graph(dropout=1.0)),
          _invalid("dropout", "None or a float in the range [0.0, 1.0)", "1.0")),
     Case("E61", "device='tpu'", lambda c: c.fit(graph(device="tpu")),
-         Raises(ValueError, "device='tpu' is not a torch device; expected a device string such "
+         Param(exceptions.ParameterError, "device", "device='tpu' is not a torch device; expected a device string such "
                 "as 'cpu', 'cuda' or 'cuda:1'")),
     Case("E62", "device='cuda' without CUDA", _device_cuda,
-         Raises(ValueError, "device='cuda' was requested but CUDA is not available.")),
+         Param(exceptions.ParameterError, "device", "device='cuda' was requested but CUDA is not available.")),
     Case("E63", "mixup=nan", lambda c: c.fit(graph(mixup=np.nan)),
          _invalid("mixup", "a float in the range [0.0, inf)", "nan")),
     Case("E64", "validation_fraction=0.99", lambda c: c.fit(graph(validation_fraction=0.99)),
@@ -420,18 +430,18 @@ A1_CASES = [
     Case("E70", "loss__reduction='umap'", lambda c: c.proba(experimental(loss__reduction="umap")),
          Returns(PROBA)),
     Case("E71", "loss__divergence='kl' (unknown)", lambda c: c.fit(graph(loss__divergence="kl")),
-         Raises(ValueError, "NeSCalLoss: divergence must be one of")),
+         Param(exceptions.ParameterError, "loss__divergence", "NeSCalLoss: divergence must be one of")),
     Case("E72", "loss__target_temperature=0",
          lambda c: c.fit(experimental(loss__target_temperature=0)),
-         Raises(ValueError, "ExperimentalNeSCalLoss: target_temperature must be > 0.0; got 0.")),
+         Param(exceptions.ParameterError, "loss__target_temperature", "ExperimentalNeSCalLoss: target_temperature must be > 0.0; got 0.")),
     Case("E73", "loss__base_loss='nescal'", lambda c: c.fit(graph(loss__base_loss="nescal")),
-         Raises(ValueError, "NeSCalLoss: base_loss cannot itself be a neighbour loss")),
+         Param(exceptions.ParameterError, "loss__base_loss", "NeSCalLoss: base_loss cannot itself be a neighbour loss")),
     Case("E74", "loss='focal', loss__gamma=-1",
          lambda c: c.fit(nescal(loss="focal", loss__gamma=-1)),
-         Raises(ValueError, "FocalLoss: gamma must be >= 0; got -1.")),
+         Param(exceptions.ParameterError, "loss__gamma", "FocalLoss: gamma must be >= 0; got -1.")),
     Case("E75", "loss='label_smoothing', loss__epsilon=1.5",
          lambda c: c.fit(nescal(loss="label_smoothing", loss__epsilon=1.5)),
-         Raises(ValueError, "LabelSmoothingLoss: epsilon must be >= 0 and <= 1; got 1.5.")),
+         Param(exceptions.ParameterError, "loss__epsilon", "LabelSmoothingLoss: epsilon must be >= 0 and <= 1; got 1.5.")),
     Case("E76", "predict before fit", lambda c: nescal().predict(c.X),
          Raises(NotFittedError, NOT_FITTED)),
     Case("E77", "string labels y",
@@ -444,7 +454,7 @@ A1_CASES = [
     Case("E79", "float64 values overflowing float32 (1e40)",
          lambda c: c.fit(graph(), c.X.astype(np.float64) * 1e40), Raises(ValueError, INF_X)),
     Case("E80", "loss__n_neighbors=True", lambda c: c.fit(graph(loss__n_neighbors=True)),
-         Raises(TypeError, "NeSCalLoss: n_neighbors must be an int >= 1; got True.")),
+         Param(exceptions.ParameterTypeError, "loss__n_neighbors", "NeSCalLoss: n_neighbors must be an int >= 1; got True.")),
     Case("E81", "warmup='auto' with early_stopping=False",
          lambda c: c.proba(nescal(loss__n_neighbors=3, early_stopping=False)),
          Returns(PROBA, warns=((UserWarning, "loss__warmup='auto' ends the warm-up where the "
@@ -459,7 +469,7 @@ A1_CASES = [
          lambda c: c.proba(graph(loss__graph="random", loss__n_neighbors=47)), Returns(PROBA)),
     Case("E86", "adaptive='density' with graph='random'",
          lambda c: c.fit(experimental(loss__graph="random", loss__adaptive="density")),
-         Raises(ValueError, "ExperimentalNeSCalLoss: adaptive='density' weighs rows by their similarity to "
+         Param(exceptions.ParameterError, "loss__adaptive", "ExperimentalNeSCalLoss: adaptive='density' weighs rows by their similarity to "
                 "kNN neighbours and needs graph='knn'; got graph='random'.")),
     Case("E87", "y as a list mixing int and str",
          lambda c: c.proba(graph(), y=_mixed_labels(c)), Returns((N_ROWS, 2))),
@@ -479,7 +489,7 @@ A1_CASES = [
          Returns((N_ROWS, 2))),
     Case("E94", "warmup=50 > max_epochs=3 with loss__weight=2 (was identical to 'ce')",
          lambda c: c.fit(graph(loss__warmup=50, loss__weight=2.0)),
-         Raises(ValueError, "loss__warmup=50 ends the warm-up at epoch 51, after")),
+         Param(exceptions.ParameterError, "loss__warmup", "loss__warmup=50 ends the warm-up at epoch 51, after")),
     Case("E95", "module_kwargs={'bogus': 1}", lambda c: c.fit(graph(module_kwargs={"bogus": 1})),
          Raises(TypeError, "TabularMLP.__init__() got an unexpected keyword argument 'bogus'")),
     Case("E96", "embedding_layer='nope'", lambda c: c.fit(graph(embedding_layer="nope")),
@@ -487,14 +497,14 @@ A1_CASES = [
                 "names:")),
     Case("E97", "loss__n_components=0 with reduction='pca'",
          lambda c: c.fit(experimental(loss__reduction="pca", loss__n_components=0)),
-         Raises(ValueError, "ExperimentalNeSCalLoss: n_components must be None or an int >= 1; got 0.")),
+         Param(exceptions.ParameterError, "loss__n_components", "ExperimentalNeSCalLoss: n_components must be None or an int >= 1; got 0.")),
     Case("E98", "loss__graph_method='approx' (typo)",
          lambda c: c.fit(experimental(loss__graph_method="approx")),
-         Raises(ValueError, "ExperimentalNeSCalLoss: graph_method must be one of ['auto', 'exact', "
+         Param(exceptions.ParameterError, "loss__graph_method", "ExperimentalNeSCalLoss: graph_method must be one of ['auto', 'exact', "
                 "'approximate']; got 'approx'.")),
     Case("E99", "loss__warmup='Auto' (case)", lambda c: c.fit(graph(loss__warmup="Auto")),
-         Raises(TypeError, "NeSCalLoss: warmup must be an int number of epochs, a float fraction "
-                "in [0, 1) or 'auto'; got 'Auto'.")),
+         Param(exceptions.ParameterTypeError, "loss__warmup", "NeSCalLoss: warmup must be an int "
+               "number of epochs, a float fraction in [0, 1) or 'auto'; got 'Auto'.")),
 ]
 # fmt: on
 

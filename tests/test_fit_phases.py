@@ -142,7 +142,9 @@ def test_restoring_a_warmup_epoch_warns_and_says_so():
         clf.fit(X, y)
     assert clf.penalty_status_ == "warmup_checkpoint"
     assert clf.best_epoch_ < clf.graph_epoch_
-    restored = [row["warmup_restored_epoch"] for row in clf.history_ if "warmup_restored_epoch" in row]
+    restored = [
+        row["warmup_restored_epoch"] for row in clf.history_ if "warmup_restored_epoch" in row
+    ]
     message = (
         "NeSCalClassifier returned a model trained without the smoothing penalty, i.e. plain "
         f"'ce' training: early stopping restored epoch {clf.best_epoch_} (the auto warm-up's "
@@ -210,7 +212,9 @@ def test_patience_counts_from_the_end_of_warmup():
         loss=NeSCalLoss(warmup=12, weight=50.0, graph="random"), hidden_sizes=(128, 128), dropout=0.0,
         max_epochs=60, patience=3, batch_size=32, random_state=0,
     )  # fmt: skip
-    with pytest.warns(PenaltyInactiveWarning, match=re.escape("penalty_status_='warmup_checkpoint'")):
+    with pytest.warns(
+        PenaltyInactiveWarning, match=re.escape("penalty_status_='warmup_checkpoint'")
+    ):
         clf.fit(X, y)
     assert clf.best_epoch_ <= 12 < clf.graph_epoch_ == 13
     assert clf.n_epochs_ == 13 + 3  # epochs 13-16 penalised, none better: 3 misses after 13
@@ -239,7 +243,9 @@ def test_a_real_interrupt_propagates_and_leaves_no_fitted_model(iris):
     timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
     timer.start()
     try:
-        with pytest.raises(KeyboardInterrupt, match=r"NeSCalClassifier.fit: training interrupted in epoch \d+"):
+        with pytest.raises(
+            KeyboardInterrupt, match=r"NeSCalClassifier.fit: training interrupted in epoch \d+"
+        ):
             clf.fit(X, y)
     finally:
         timer.cancel()
@@ -279,14 +285,14 @@ def test_the_callbacks_run_in_the_order_they_depend_on(iris, monkeypatch):
     from nescal_sklearn.estimator import _classifier
 
     seen = {}
-    original = _classifier.NeSCalClassifier._build_net
+    original = _classifier.make_net
 
-    def spy(self, *args, **kwargs):
-        net, callbacks = original(self, *args, **kwargs)
+    def spy(*args, **kwargs):
+        net, callbacks = original(*args, **kwargs)
         seen["order"] = list(callbacks)
         return net, callbacks
 
-    monkeypatch.setattr(_classifier.NeSCalClassifier, "_build_net", spy)
+    monkeypatch.setattr(_classifier, "make_net", spy)
     X, y = iris
     NeSCalClassifier(
         loss=NeSCalLoss(warmup=1), hidden_sizes=(8,), max_epochs=3, patience=2,
@@ -302,3 +308,74 @@ def test_the_callbacks_run_in_the_order_they_depend_on(iris, monkeypatch):
         "stop_after_patience",
         "lr_schedule",
     ]
+
+
+def test_skorch_computes_the_loss_with_the_criterion_the_fit_trains_with(iris, monkeypatch):
+    """get_loss goes through skorch's own: the criterion is the base loss in training
+    steps and the NLL in validation steps; the penalty recorded is what the runtime
+    returns."""
+    from skorch.history import History
+
+    from nescal_sklearn.estimator._net import TrainingCriterion
+
+    modes, returned, recorded = [], [], []
+    forward, penalty, record_batch = (
+        TrainingCriterion.forward,
+        NeSCalRuntime.penalty,
+        History.record_batch,
+    )
+
+    def spy_forward(self, y_pred, y_true):
+        modes.append(self.training)
+        return forward(self, y_pred, y_true)
+
+    def spy_penalty(self, *args, **kwargs):
+        value = penalty(self, *args, **kwargs)
+        returned.append(float(value.detach()))
+        return value
+
+    def spy_record_batch(self, attr, value):
+        if attr == "train_penalty" and value != 0.0:
+            recorded.append(value)
+        return record_batch(self, attr, value)
+
+    monkeypatch.setattr(TrainingCriterion, "forward", spy_forward)
+    monkeypatch.setattr(NeSCalRuntime, "penalty", spy_penalty)
+    monkeypatch.setattr(History, "record_batch", spy_record_batch)
+    X, y = iris
+    clf = NeSCalClassifier(
+        loss=NeSCalLoss(warmup=1, n_neighbors=3), hidden_sizes=(8,), max_epochs=3,
+        batch_size=256, random_state=0,
+    ).fit(X, y)  # fmt: skip
+    assert True in modes and False in modes
+    # one validation batch per epoch: skorch's valid_loss is the criterion's NLL
+    np.testing.assert_allclose(
+        clf.history_[:, "valid_loss"], clf.history_[:, "valid_nll"], rtol=1e-5
+    )  # float32 against float64
+    assert returned == recorded and len(returned) == 2 and all(p > 0 for p in returned)
+
+
+def test_no_private_name_of_skorch_is_used_by_the_estimator():
+    """The estimator extends skorch through its public names only."""
+    import ast
+    import pathlib
+
+    import skorch
+    import skorch.callbacks
+
+    private = {
+        name
+        for owner in (skorch.NeuralNet, *vars(skorch.callbacks).values())
+        if isinstance(owner, type)
+        for name in dir(owner)
+        if name.startswith("_") and not name.startswith("__")
+    }
+    root = pathlib.Path(NeSCalClassifier.__module__.replace(".", "/")).parent
+    package = pathlib.Path(__file__).resolve().parents[1] / root
+    used = {
+        (path.name, node.attr)
+        for path in package.glob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Attribute) and node.attr in private
+    }
+    assert not used

@@ -207,9 +207,7 @@ def test_embedding_errors(points):
     message = "embeddings must have at least one feature; got shape (4, 0)."
     with pytest.raises(ValueError, match=re.escape(message)):
         build_knn_graph(np.zeros((4, 0)), 1)
-    with pytest.raises(
-        TypeError, match=re.escape("n_neighbors must be an integer; got float 3.0.")
-    ):
+    with pytest.raises(TypeError, match=re.escape("n_neighbors must be an int; got 3.0.")):
         build_knn_graph(points, 3.0)
 
 

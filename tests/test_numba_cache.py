@@ -1,4 +1,5 @@
-"""Tests of nescal_sklearn._compat.numba_cache, the disk cache for pynndescent's JIT functions."""
+"""Tests of nescal_sklearn._compat.numba_cache, the opt-in disk cache for pynndescent's JIT
+functions (on only with NESCAL_SKLEARN_JIT_CACHE=1)."""
 
 from __future__ import annotations
 
@@ -81,6 +82,34 @@ def test_a_second_process_loads_pynndescent_functions_from_the_cache():
     assert second["misses"] <= first["misses"]  # a few signatures are never cached
 
 
+_IMPORT_ONLY = textwrap.dedent(
+    """
+    import json, sys
+    import nescal_sklearn
+    from nescal_sklearn.graph._approximate import import_pynndescent
+    from nescal_sklearn._compat.numba_cache import PYNNDESCENT_MODULES
+
+    import_pynndescent()  # what an approximate neighbour search does first
+    patched = sum(
+        type(getattr(obj, "_cache", None)).__name__ == "StableSignatureCache"
+        for name in PYNNDESCENT_MODULES
+        for obj in getattr(sys.modules.get(name), "__dict__", {}).values()
+    )
+    print(json.dumps({"patched": patched}))
+    """
+)
+
+
+def test_no_function_is_patched_without_the_switch():
+    """Importing nescal_sklearn, and pynndescent through it, changes no numba function."""
+    env = {k: v for k, v in os.environ.items() if k != ENV_SWITCH}
+    result = subprocess.run(
+        [sys.executable, "-c", _IMPORT_ONLY], capture_output=True, text=True, env=env, timeout=600
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == {"patched": 0}
+
+
 @pytest.fixture
 def jitted_module(tmp_path, monkeypatch):
     """A fresh importable module holding one uncached ``@njit`` function."""
@@ -90,7 +119,7 @@ def jitted_module(tmp_path, monkeypatch):
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv(ENV_SWITCH, raising=False)
+    monkeypatch.setenv(ENV_SWITCH, "1")
     module = importlib.import_module(name)
     yield module
     sys.modules.pop(name, None)
@@ -108,9 +137,12 @@ def test_modules_that_are_not_installed_are_skipped(jitted_module):
     assert enable_jit_cache(("nescal_no_such_module", jitted_module.__name__)) == 1
 
 
-@pytest.mark.parametrize("value", ["0", "false", "No"])
-def test_switched_off_by_the_environment(jitted_module, monkeypatch, value):
-    monkeypatch.setenv(ENV_SWITCH, value)
+@pytest.mark.parametrize("value", [None, "", "0", "false", "No"])
+def test_off_unless_the_environment_turns_it_on(jitted_module, monkeypatch, value):
+    if value is None:
+        monkeypatch.delenv(ENV_SWITCH)
+    else:
+        monkeypatch.setenv(ENV_SWITCH, value)
     assert enable_jit_cache((jitted_module.__name__,)) == 0
     assert isinstance(jitted_module.add_one._cache, caching.NullCache)
 
@@ -123,7 +155,7 @@ def test_warns_when_numba_internals_moved(jitted_module, monkeypatch):
     message = (
         "nescal_sklearn's numba cache could not be set up with this numba (AttributeError: "
         "module 'numba.core.caching' has no attribute 'FunctionCache'); compiling without "
-        "it. Set NESCAL_SKLEARN_JIT_CACHE=0 to turn the cache off."
+        "it. Unset NESCAL_SKLEARN_JIT_CACHE to turn the cache off."
     )
     with pytest.warns(RuntimeWarning, match=f"^{re.escape(message)}$"):
         assert enable_jit_cache((jitted_module.__name__,)) == 0
@@ -139,8 +171,8 @@ def test_warns_when_a_function_cannot_get_a_cache(jitted_module, monkeypatch):
     monkeypatch.setattr(numba_cache, "_stable_cache_class", lambda: Unwritable)
     message = (
         f"nescal_sklearn's numba cache could not give {jitted_module.__name__}.add_one a "
-        "cache (RuntimeError: no writable cache location); compiling without it. Set "
-        "NESCAL_SKLEARN_JIT_CACHE=0 to turn the cache off."
+        "cache (RuntimeError: no writable cache location); compiling without it. Unset "
+        "NESCAL_SKLEARN_JIT_CACHE to turn the cache off."
     )
     with pytest.warns(RuntimeWarning, match=f"^{re.escape(message)}$"):
         assert enable_jit_cache((jitted_module.__name__,)) == 0

@@ -55,7 +55,7 @@ def test_fit_is_identical_across_thread_counts(digits, numeric_embedding):
             warnings.simplefilter("ignore", UserWarning)  # warm-up without a graph
             clf = NeSCalClassifier(
                 "ce",
-                numeric_embedding=numeric_embedding,
+                module_kwargs={"numeric_embedding": numeric_embedding},
                 hidden_sizes=(16,),
                 max_epochs=3,
                 random_state=0,

@@ -68,7 +68,7 @@ def test_recipes_are_read_only_and_the_newest_is_the_default():
 
 
 def test_every_recipe_sets_every_recipe_parameter_and_every_registered_loss():
-    from nescal_sklearn.estimator._classifier import RECIPE_PARAMS
+    from nescal_sklearn.estimator._settings import RECIPE_PARAMS
 
     for recipe in RECIPES.values():
         assert set(recipe.params) == set(RECIPE_PARAMS), recipe.name
@@ -81,10 +81,11 @@ def test_the_recipe_fills_every_parameter_left_at_none(iris):
     X, y = iris
     old = NeSCalClassifier("ce", recipe="2026-12-02", hidden_sizes=(8,), random_state=0)
     settings = old.check_params()
-    assert (settings["lr"], settings["max_epochs"], settings["patience"]) == (1e-3, 100, 10)
-    assert settings["lr_schedule"] == "constant" and settings["hidden_sizes"] == (8,)
+    assert (settings.lr, settings.max_epochs, settings.patience) == (1e-3, 100, 10)
+    assert settings.lr_schedule == "constant" and settings.hidden_sizes == (8,)
+    assert settings["lr"] == 1e-3  # a field read by name, as a mapping's
     new = NeSCalClassifier("ce").check_params()
-    assert (new["lr"], new["max_epochs"], new["patience"]) == (3e-3, 256, False)
+    assert (new.lr, new.max_epochs, new.patience) == (3e-3, 256, False)
     old.set_params(max_epochs=4).fit(X, y)
     assert old.recipe_ == "2026-12-02" and old.params_["max_epochs"] == 4
     assert old.params_["lr"] == 1e-3
@@ -101,10 +102,10 @@ def test_a_loss_by_name_takes_the_recipes_settings_and_an_object_is_used_as_it_i
     defaults[0] = 3  # n_neighbors
     monkeypatch.setattr(NeSCalLoss.__init__, "__defaults__", tuple(defaults))
     assert NeSCalLoss().n_neighbors == 3
-    assert NeSCalClassifier().check_params()["loss"].n_neighbors == 10
+    assert NeSCalClassifier().check_params().loss.n_neighbors == 10
     by_name = NeSCalClassifier().set_params(loss__weight=0.5)
     assert by_name.loss.n_neighbors == 10 and by_name.loss.weight == 0.5
-    assert NeSCalClassifier(loss=NeSCalLoss()).check_params()["loss"].n_neighbors == 3
+    assert NeSCalClassifier(loss=NeSCalLoss()).check_params().loss.n_neighbors == 3
     monkeypatch.setattr(NeSCalLoss.__init__, "__defaults__", original)
 
 

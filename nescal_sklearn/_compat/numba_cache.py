@@ -1,4 +1,9 @@
-"""A persistent disk cache for the numba functions pynndescent and umap compile uncached.
+"""An opt-in disk cache for the numba functions that pynndescent and umap compile uncached.
+
+Off unless ``NESCAL_SKLEARN_JIT_CACHE=1`` (or ``true``, ``yes``) is set in the
+environment: nescal_sklearn then patches the uncached ``@njit`` functions of pynndescent
+and umap (only when an approximate neighbour search or a UMAP reduction first runs,
+never on import). Without it, those libraries compile as they always do.
 
 pynndescent marks only part of its ``@njit`` functions ``cache=True``; the NN-descent
 kernels are ``cache=False`` — most take the distance function as an argument, which
@@ -32,7 +37,7 @@ Files go to ``NUMBA_CACHE_DIR`` when the user sets it, else to
 :func:`jit_cache_dir` (``$XDG_CACHE_HOME/nescal_sklearn/numba``, by default
 ``~/.cache/nescal_sklearn/numba``). Entries are keyed by hashes of the source
 files, so upgrading the libraries invalidates them; delete the folder to clear it.
-Set ``NESCAL_SKLEARN_JIT_CACHE=0`` to turn the mechanism off.
+Unset ``NESCAL_SKLEARN_JIT_CACHE`` (or set it to 0) to turn the mechanism off again.
 """
 
 from __future__ import annotations
@@ -72,15 +77,15 @@ UMAP_MODULES = (
     "umap.sparse",
 )
 
-#: Environment variable that turns the cache off when set to 0, false or no.
+#: Environment variable that turns the cache on when set to 1, true or yes.
 ENV_SWITCH = "NESCAL_SKLEARN_JIT_CACHE"
 
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 
 
 def jit_cache_enabled() -> bool:
-    """Whether :func:`enable_jit_cache` acts (``NESCAL_SKLEARN_JIT_CACHE`` is not 0)."""
-    return os.environ.get(ENV_SWITCH, "1").strip().lower() not in ("0", "false", "no")
+    """Whether :func:`enable_jit_cache` acts: ``NESCAL_SKLEARN_JIT_CACHE`` is 1, true or yes."""
+    return os.environ.get(ENV_SWITCH, "").strip().lower() in ("1", "true", "yes")
 
 
 def jit_cache_dir() -> str:
@@ -94,7 +99,7 @@ def jit_cache_dir() -> str:
 def _fall_back(what: str, exc: BaseException) -> None:
     warnings.warn(
         f"nescal_sklearn's numba cache could not {what} ({type(exc).__name__}: {exc}); "
-        f"compiling without it. Set {ENV_SWITCH}=0 to turn the cache off.",
+        f"compiling without it. Unset {ENV_SWITCH} to turn the cache off.",
         RuntimeWarning,
         stacklevel=3,
     )
@@ -194,8 +199,8 @@ def enable_jit_cache(module_names: tuple[str, ...]) -> int:
     Idempotent (a function given a cache keeps it) and best effort: a module that
     cannot be imported is skipped; a numba without the expected internals, or a cache
     folder that cannot be used, leaves things as they were, with a ``RuntimeWarning``.
-    Call it before the functions are first used in the process. Does nothing when
-    ``NESCAL_SKLEARN_JIT_CACHE=0``.
+    Call it before the functions are first used in the process. Does nothing unless
+    ``NESCAL_SKLEARN_JIT_CACHE=1`` (opt-in).
 
     Parameters
     ----------

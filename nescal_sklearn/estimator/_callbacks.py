@@ -20,13 +20,12 @@
 They share state through the net's two documented attributes (``warmup_end_epoch_``,
 ``nescal_``, see :class:`NeSCalNet`) and the history keys they record; none writes a
 key or an attribute of skorch's. Their order matters where one reads what another
-records in the same epoch: :func:`~NeSCalClassifier` lists them in the order the
+records in the same epoch: ``make_net`` (``_net.py``) lists them in the order the
 tests pin (``tests/test_fit_phases.py``).
 """
 
 from __future__ import annotations
 
-import copy
 import re
 import sys
 import time
@@ -40,7 +39,6 @@ from ..losses import NeSCalLoss
 from ..metrics.logits import optimal_log_temperature, weighted_nll
 
 __all__ = [
-    "CRITERIA",
     "BuildNeighbourhood",
     "PenaltySchedule",
     "PlainPrintLog",
@@ -48,9 +46,6 @@ __all__ = [
     "ValidationNLL",
     "WarmupEnd",
 ]
-
-#: Stopping criterion -> the history key it selects on (lower is better).
-CRITERIA = {"nll": "valid_nll", "refinement": "valid_refined_nll"}
 
 
 class ValidationNLL(Callback):
@@ -108,7 +103,10 @@ class WarmupEnd(Callback):
         epochs start from the base loss's optimum (the epochs the later warm-up took
         stay spent). The optimizer state is deliberately *not* rolled back with
         them: the penalised epochs continue with the optimizer's latest moments
-        (``docs/nescal_on_tabular.md`` has the measurement behind this choice).
+        (``docs/nescal_on_tabular.md`` has the measurement behind this choice). The
+        best weights are kept by a skorch ``EarlyStopping(load_best=True)`` that counts
+        any strict improvement (``threshold=0``) and never stops, run by this callback
+        during the warm-up only.
     patience : int
         Patience of the ``auto`` warm-up.
     monitor : str, default="valid_nll"
@@ -118,6 +116,9 @@ class WarmupEnd(Callback):
 
     Attributes
     ----------
+    checkpoint_ : skorch.callbacks.EarlyStopping or None
+        The keeper of the best warm-up epoch's weights (``warmup="auto"``, until the
+        warm-up ends).
     restored_epoch_ : int or None
         1-based epoch whose checkpoint the ``auto`` warm-up restored.
     """
@@ -128,10 +129,18 @@ class WarmupEnd(Callback):
         self.monitor = monitor
 
     def on_train_begin(self, net, **kwargs) -> None:
-        self.best_loss_ = np.inf
-        self.best_epoch_ = None
-        self.best_state_ = None
         self.restored_epoch_ = None
+        self.checkpoint_ = None
+        if self.warmup_epochs is None:
+            self.checkpoint_ = EarlyStopping(
+                monitor=self.monitor,
+                patience=net.max_epochs + 1,  # never stops: it keeps the best weights
+                threshold=0.0,
+                threshold_mode="abs",
+                lower_is_better=True,
+                load_best=True,
+            )
+            self.checkpoint_.on_train_begin(net)
 
     def on_epoch_begin(self, net, **kwargs) -> None:
         epoch = len(net.history) - 1
@@ -141,17 +150,17 @@ class WarmupEnd(Callback):
     def on_epoch_end(self, net, **kwargs) -> None:
         if self.warmup_epochs is not None or net.warmup_end_epoch_ is not None:
             return
-        epoch = len(net.history) - 1
-        score = net.history[-1, self.monitor]
-        if score < self.best_loss_:
-            self.best_loss_, self.best_epoch_ = score, epoch
-            self.best_state_ = copy.deepcopy(net.module_.state_dict())
-        elif epoch - self.best_epoch_ >= self.patience:
-            net.module_.load_state_dict(self.best_state_)
-            self.best_state_ = None
-            self.restored_epoch_ = self.best_epoch_ + 1
-            net.history.record("warmup_restored_epoch", self.restored_epoch_)
-            net.warmup_end_epoch_ = epoch + 1
+        self.checkpoint_.on_epoch_end(net)
+        epoch = len(net.history)  # 1-based, as the checkpoint's best_epoch_
+        best = self.checkpoint_.best_epoch_
+        if epoch - best >= self.patience:
+            weights = self.checkpoint_.best_model_weights_
+            self.checkpoint_ = None
+            if weights is not None:  # None: no epoch had a finite criterion
+                net.module_.load_state_dict(weights)
+                self.restored_epoch_ = best
+                net.history.record("warmup_restored_epoch", best)
+            net.warmup_end_epoch_ = epoch  # the 0-based index of the next epoch
 
 
 class BuildNeighbourhood(Callback):
@@ -181,8 +190,6 @@ class BuildNeighbourhood(Callback):
     n_neighbors : int or None, default=None
         Neighbours per row, when the fit clamped the spec's ``n_neighbors``; None: the
         spec's.
-    y_train : torch.Tensor or None, default=None
-        The training rows' encoded labels (for a loss smoothing towards labels).
     """
 
     def __init__(
@@ -193,11 +200,9 @@ class BuildNeighbourhood(Callback):
         embedding_layer: str | None,
         random_state: int,
         n_neighbors: int | None = None,
-        y_train: torch.Tensor | None = None,
     ) -> None:
         self.loss = loss
         self.X_train = X_train
-        self.y_train = y_train
         self.max_epochs = max_epochs
         self.embedding_layer = embedding_layer
         self.random_state = random_state
@@ -221,7 +226,6 @@ class BuildNeighbourhood(Callback):
             random_state=self.random_state,
             embedding_layer=self.embedding_layer,
             n_neighbors=self.n_neighbors,
-            y=self.y_train,
         )
         net.history.record("graph_seconds", net.nescal_.build_seconds)
 

@@ -1,7 +1,7 @@
-"""Preparing a fit's data, as one pure step: validate, encode, weigh, split, lay out, scale.
+"""Preparing a fit's data, as one pure step: validate, encode, weigh, split, lay out.
 
-:func:`prepare_fit_data` reads the estimator's *resolved* settings and the data passed to
-``fit`` and returns one frozen :class:`FitData`. It sets nothing on the estimator: the
+:func:`prepare_fit_data` reads the fit's settings (:class:`FitSettings`) and the data
+passed to ``fit`` and returns one frozen :class:`FitData`. It sets nothing on the estimator: the
 estimator assigns its fitted attributes only once training has succeeded.
 """
 
@@ -10,7 +10,6 @@ from __future__ import annotations
 import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from sklearn.model_selection import train_test_split
@@ -23,9 +22,11 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from ..preprocessing import ColumnLayout, ColumnScaler
+from .._params import plain
+from ..preprocessing import ColumnLayout
+from ._settings import FitSettings
 
-__all__ = ["FitData", "prepare_fit_data"]
+__all__ = ["FitData", "largest_abs", "prepare_fit_data"]
 
 
 @dataclass(frozen=True)
@@ -41,8 +42,7 @@ class FitData:
     feature_names_in : ndarray of str or None
         Column names of a DataFrame ``X`` with string names.
     X_train, y_train : ndarray
-        Training rows (float32, after the deprecated ``numeric_scaling``) and their
-        encoded labels (int64, indices into ``classes``).
+        Training rows (float32) and their encoded labels (int64, indices into ``classes``).
     w_train : ndarray or None
         Training weights scaled to mean 1 (float32); None when they are all equal.
     X_valid, y_valid, w_valid : ndarray or None
@@ -53,8 +53,6 @@ class FitData:
     layout : ColumnLayout or None
         The column layout the network's options use (declared, or guessed when
         ``categorical_features=None``); None when nothing needs one.
-    scaler : ColumnScaler or None
-        The fitted deprecated ``numeric_scaling`` (None without it).
     """
 
     classes: np.ndarray
@@ -68,12 +66,6 @@ class FitData:
     w_valid: np.ndarray | None
     held_out: bool
     layout: ColumnLayout | None
-    scaler: ColumnScaler | None
-
-
-def _plain(value):
-    """A numpy scalar as the Python number or string it holds (for error messages)."""
-    return value.item() if isinstance(value, np.generic) else value
 
 
 def _check_labels(y: np.ndarray, name: str) -> None:
@@ -128,23 +120,17 @@ def _class_weights(class_weight, y: np.ndarray, classes: np.ndarray) -> dict | N
     if unknown:
         raise ValueError(
             f"class_weight has labels that are not classes of y: "
-            f"{[_plain(k) for k in unknown]!r}; classes are {labels!r}."
+            f"{[plain(k) for k in unknown]!r}; classes are {labels!r}."
         )
     for label, value in class_weight.items():
         if isinstance(value, bool) or not (
             isinstance(value, numbers.Real) and np.isfinite(value) and value >= 0
         ):
             raise ValueError(
-                f"class_weight[{_plain(label)!r}] must be a finite number >= 0; got {value!r}."
+                f"class_weight[{plain(label)!r}] must be a finite number >= 0; got {value!r}."
             )
     return {label: float(class_weight.get(label, 1.0)) for label in labels}
 
-
-#: The criterion early stopping watches, in words (for messages).
-CRITERION_WORDS = {
-    "nll": "validation NLL",
-    "refinement": "validation NLL after temperature scaling",
-}
 
 #: Row numbers an error message lists before it abbreviates.
 ROWS_SHOWN = 20
@@ -158,17 +144,17 @@ def _rows(indices: np.ndarray) -> str:
 
 
 def _check_split_weights(
-    settings: Mapping[str, Any], weights: np.ndarray, train: np.ndarray, valid: np.ndarray
+    settings: FitSettings, weights: np.ndarray, train: np.ndarray, valid: np.ndarray
 ) -> None:
     """Refuse a split that leaves every training row, or every held-out row, at weight 0.
 
     ``weights`` is positive somewhere (checked before the split), so one side at most
     can be all zero.
     """
-    criterion = settings["early_stopping"]
+    criterion = settings.early_stopping
     held_out = (
         f"early_stopping={criterion!r} holds out for validation "
-        f"(validation_fraction={settings['validation_fraction']})"
+        f"(validation_fraction={settings.validation_fraction})"
     )
     if not weights[train].sum() > 0:
         positive = _rows(valid[weights[valid] > 0])
@@ -181,9 +167,9 @@ def _check_split_weights(
         )
     if not weights[valid].sum() > 0:
         raise ValueError(
-            f"early_stopping={criterion!r} watches the {CRITERION_WORDS[criterion]} "
+            f"early_stopping={criterion!r} watches the {settings.criterion.words} "
             f"weighted by sample_weight (times class_weight) on the {len(valid)} rows it "
-            f"holds out (validation_fraction={settings['validation_fraction']}): rows "
+            f"holds out (validation_fraction={settings.validation_fraction}): rows "
             f"{_rows(valid)}. sample_weight is zero on every one of them, so that NLL is "
             "undefined (0/0). Give some of these rows a positive weight, pass X_val and "
             "y_val, or early_stopping=False."
@@ -209,19 +195,19 @@ def _validation_weights(weights: np.ndarray | None) -> np.ndarray | None:
 
 
 def _split(
-    settings: Mapping[str, Any], y: np.ndarray, classes: np.ndarray, rng
+    settings: FitSettings, y: np.ndarray, classes: np.ndarray, rng
 ) -> tuple[np.ndarray, np.ndarray]:
     """The training and validation row numbers: ``validation_fraction`` of the rows held
     out, stratified by class."""
-    criterion = settings["early_stopping"]
-    fraction = settings["validation_fraction"]
+    criterion = settings.early_stopping
+    fraction = settings.validation_fraction
     counts = np.bincount(y, minlength=len(classes))
     n_valid = int(np.ceil(fraction * len(y)))
     if counts.min() < 2:
         raise ValueError(
             f"early_stopping={criterion!r} holds out validation_fraction={fraction} "
             "of the rows stratified by class, which needs at least 2 rows of every class; "
-            f"class {_plain(classes[int(counts.argmin())])!r} has {int(counts.min())}. "
+            f"class {plain(classes[int(counts.argmin())])!r} has {int(counts.min())}. "
             "Pass early_stopping=False, X_val and y_val, or more data."
         )
     if n_valid < len(classes) or len(y) - n_valid < len(classes):
@@ -264,9 +250,9 @@ def _validation_rows(estimator, X_val, y_val, sample_weight_val, classes, encode
     return X_valid, encoder.transform(y_val).astype(np.int64), w_valid
 
 
-def _layout(settings: Mapping[str, Any], X_train: np.ndarray) -> ColumnLayout | None:
-    """The declared layout; else the guessed one, when the network or scaler needs one."""
-    declared = settings["categorical_features"]
+def _layout(settings: FitSettings, X_train: np.ndarray) -> ColumnLayout | None:
+    """The declared layout; else the guessed one, when the network needs one."""
+    declared = settings.categorical_features
     n_features = X_train.shape[1]
     if isinstance(declared, ColumnLayout):
         if declared.n_features != n_features:
@@ -277,12 +263,12 @@ def _layout(settings: Mapping[str, Any], X_train: np.ndarray) -> ColumnLayout | 
         return declared
     if declared is not None:
         return ColumnLayout.from_groups(n_features, declared)
-    return ColumnLayout.guess(X_train) if settings["needs_layout"] else None
+    return ColumnLayout.guess(X_train) if settings.needs_layout else None
 
 
 def prepare_fit_data(
     estimator,
-    settings: Mapping[str, Any],
+    settings: FitSettings,
     X,
     y,
     sample_weight=None,
@@ -298,10 +284,9 @@ def prepare_fit_data(
     estimator : NeSCalClassifier
         Used for scikit-learn's input validation (its name and tags in messages); a
         scratch copy receives what ``validate_data`` records.
-    settings : mapping
-        The fit's resolved settings: ``early_stopping`` (``"nll"``, ``"refinement"`` or
-        False), ``validation_fraction``, ``class_weight``, ``categorical_features``,
-        ``needs_layout`` (bool) and ``numeric_scaling`` (None or ``"robust"``).
+    settings : FitSettings
+        The fit's settings (``early_stopping``, ``validation_fraction``,
+        ``class_weight``, ``categorical_features``, ``needs_layout``).
     X, y, sample_weight, X_val, y_val, sample_weight_val
         As passed to ``fit``.
     rng : RandomState
@@ -321,18 +306,18 @@ def prepare_fit_data(
     if len(classes) < 2:
         raise ValueError(
             "NeSCalClassifier needs samples of at least 2 classes in y; got 1 class: "
-            f"{_plain(classes[0])!r}."
+            f"{plain(classes[0])!r}."
         )
     y_enc = encoder.transform(y).astype(np.int64)
-    class_w = _class_weights(settings["class_weight"], y, classes)
+    class_w = _class_weights(settings.class_weight, y, classes)
     weights = _row_weights(sample_weight, X, y, class_w, "sample_weight")
     if weights is not None and np.unique(y_enc[weights > 0]).size < 2:
-        label = _plain(classes[y_enc[weights > 0][0]])
+        label = plain(classes[y_enc[weights > 0][0]])
         raise ValueError(
             "NeSCalClassifier needs samples of at least 2 classes with a positive weight; "
             f"sample_weight (times class_weight) leaves only class {label!r}."
         )
-    criterion = settings["early_stopping"]
+    criterion = settings.early_stopping
     if (X_val is None) != (y_val is None):
         raise ValueError("X_val and y_val must be passed together; got only one of them.")
     if sample_weight_val is not None and X_val is None:
@@ -362,11 +347,6 @@ def prepare_fit_data(
     w_train = _training_weights(w_train)
     w_valid = _validation_weights(w_valid)
     layout = _layout(settings, X_train)
-    scaler = None
-    if settings["numeric_scaling"] is not None:
-        scaler = ColumnScaler(list(layout.numeric)).fit(X_train)
-        X_train = scaler.transform(X_train)
-        X_valid = None if X_valid is None else scaler.transform(X_valid)
     return FitData(
         classes=classes,
         n_features_in=scratch.n_features_in_,
@@ -379,5 +359,9 @@ def prepare_fit_data(
         w_valid=w_valid,
         held_out=X_val is None and X_valid is not None,
         layout=layout,
-        scaler=scaler,
     )
+
+
+def largest_abs(X: np.ndarray) -> float:
+    """The largest absolute value of ``X`` (0 for an empty array), for messages."""
+    return float(np.abs(X).max()) if X.size else 0.0

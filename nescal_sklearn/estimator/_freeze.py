@@ -23,6 +23,8 @@ from fnmatch import fnmatchcase
 from skorch.callbacks import Callback
 from torch import nn
 
+from ..exceptions import ParameterError
+
 __all__ = ["FrozenParts", "Unfreeze", "check_freeze_patterns", "resolve_frozen"]
 
 
@@ -48,13 +50,15 @@ def check_freeze_patterns(freeze) -> tuple[str, ...] | None:
     if freeze is None:
         return None
     if isinstance(freeze, str) or not isinstance(freeze, Sequence):
-        raise ValueError(
+        raise ParameterError(
+            "freeze",
             "freeze must be None or a list of fnmatch patterns of module or parameter names "
-            f"(e.g. ['encoder*']); got {freeze!r}."
+            f"(e.g. ['encoder*']); got {freeze!r}.",
         )
     if not all(isinstance(p, str) and p for p in freeze):
-        raise ValueError(
-            f"freeze must hold non-empty strings (fnmatch patterns); got {list(freeze)!r}."
+        raise ParameterError(
+            "freeze",
+            f"freeze must hold non-empty strings (fnmatch patterns); got {list(freeze)!r}.",
         )
     return tuple(freeze)
 
@@ -84,8 +88,8 @@ def resolve_frozen(module: nn.Module, patterns: Sequence[str]) -> FrozenParts:
 
     Raises
     ------
-    ValueError
-        When a pattern matches no parameter (a typo would otherwise train everything).
+    ParameterError
+        For ``freeze``, when a pattern matches no parameter (a typo would otherwise train everything).
 
     Examples
     --------
@@ -113,11 +117,12 @@ def resolve_frozen(module: nn.Module, patterns: Sequence[str]) -> FrozenParts:
         )
         if not hit:
             shown = [name for name, _ in module.named_parameters()]
-            raise ValueError(
+            raise ParameterError(
+                "freeze",
                 f"freeze pattern {pattern!r} matches no parameter or module with parameters of "
                 f"{type(module).__name__}; its parameters are {shown[:20]!r}"
                 + (" ..." if len(shown) > 20 else "")
-                + "."
+                + ".",
             )
     frozen_modules = []
     for name, sub in named_modules.items():

@@ -7,8 +7,9 @@ import warnings
 
 import numpy as np
 
+from .._params import check_int
 from ._approximate import approximate_neighbours
-from ._checks import check_int, check_n_neighbors
+from ._checks import check_n_neighbors
 from ._exact import exact_neighbours
 from ._reduce import default_n_components, l2_normalise, reduce_embeddings
 
@@ -129,15 +130,17 @@ def build_knn_graph(
     n_samples, n_features = data.shape
     check_n_neighbors(n_neighbors, n_samples)
     if reduction not in REDUCTIONS:
-        raise ValueError(f"reduction must be one of {list(REDUCTIONS)}; got reduction={reduction!r}.")
+        raise ValueError(
+            f"reduction must be one of {list(REDUCTIONS)}; got reduction={reduction!r}."
+        )
     if method not in KNN_METHODS:
         raise ValueError(f"method must be one of {list(KNN_METHODS)}; got method={method!r}.")
     if chunk_size is not None:
-        check_int(chunk_size, "chunk_size")
+        check_int("chunk_size", chunk_size)
         if chunk_size < 1:
             raise ValueError(f"chunk_size must be at least 1; got chunk_size={chunk_size}.")
     if n_components is not None:
-        check_int(n_components, "n_components")
+        check_int("n_components", n_components)
         if reduction is None:
             raise ValueError(
                 f"n_components={n_components} needs a reduction ('pca' or 'umap'); got "

@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ._checks import check_int, check_n_neighbors
+from .._params import check_int
+from ._checks import check_n_neighbors
 
 __all__ = ["random_graph"]
 
@@ -41,10 +42,10 @@ def random_graph(n_samples: int, n_neighbors: int, *, random_state: int | None =
     >>> bool((graph != torch.arange(5)[:, None]).all())
     True
     """
-    check_int(n_samples, "n_samples")
+    check_int("n_samples", n_samples)
     check_n_neighbors(n_neighbors, n_samples)
     if random_state is not None:
-        check_int(random_state, "random_state")
+        check_int("random_state", random_state)
     generator = torch.Generator()
     if random_state is None:
         generator.seed()

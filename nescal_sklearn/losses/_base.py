@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from .._params import ParamsMixin
+from ..exceptions import ParameterError, ParameterTypeError
 
 __all__ = ["TrainingLoss", "CrossEntropyLoss", "register_loss", "get_loss", "LOSSES"]
 
@@ -65,13 +66,15 @@ def get_loss(loss: str | TrainingLoss) -> TrainingLoss:
         try:
             return LOSSES[loss]()
         except KeyError:
-            raise ValueError(
+            raise ParameterError(
+                "loss",
                 f"Unknown loss {loss!r}: expected a TrainingLoss object or one of "
-                f"{sorted(LOSSES)}."
+                f"{sorted(LOSSES)}.",
             ) from None
-    raise TypeError(
+    raise ParameterTypeError(
+        "loss",
         f"loss must be a registered name or a TrainingLoss object; got {type(loss).__name__} "
-        f"{loss!r}."
+        f"{loss!r}.",
     )
 
 
@@ -143,7 +146,12 @@ class TrainingLoss(ParamsMixin):
         return self.forward(logits, target, sample_weight=sample_weight)
 
     def validate(self) -> None:
-        """Raise ``ValueError`` naming the parameter and value if a hyperparameter is invalid."""
+        """Raise naming the parameter and value if a hyperparameter is invalid.
+
+        A :class:`~nescal_sklearn.exceptions.ParameterError` (a ``ValueError``, or a
+        :class:`~nescal_sklearn.exceptions.ParameterTypeError` for a wrong type) whose
+        ``param`` is the parameter's name, as :func:`check_real` raises.
+        """
 
     # -- helpers for subclasses -------------------------------------------------
     def _check_real(
@@ -179,11 +187,14 @@ def check_real(
     """Raise unless ``value`` is a finite real number within the bounds.
 
     Messages start with ``owner`` (a class or function name) and name the parameter
-    and the value received, e.g. ``"FocalLoss: gamma must be >= 0; got -1."``.
+    and the value received, e.g. ``"FocalLoss: gamma must be >= 0; got -1."``; the error
+    (:class:`~nescal_sklearn.exceptions.ParameterTypeError` for a value that is not a
+    real number, else :class:`~nescal_sklearn.exceptions.ParameterError`) carries
+    ``name`` as ``param``.
     """
     if isinstance(value, bool) or not isinstance(value, Real):
-        raise TypeError(
-            f"{owner}: {name} must be a real number; got {type(value).__name__} {value!r}."
+        raise ParameterTypeError(
+            name, f"{owner}: {name} must be a real number; got {type(value).__name__} {value!r}."
         )
     below = low is not None and (value < low if low_inclusive else value <= low)
     above = high is not None and (value > high if high_inclusive else value >= high)
@@ -191,9 +202,9 @@ def check_real(
         lo = "" if low is None else f"{'>=' if low_inclusive else '>'} {low}"
         hi = "" if high is None else f"{'<=' if high_inclusive else '<'} {high}"
         expected = " and ".join(part for part in (lo, hi) if part)
-        raise ValueError(f"{owner}: {name} must be {expected}; got {value!r}.")
+        raise ParameterError(name, f"{owner}: {name} must be {expected}; got {value!r}.")
     if not math.isfinite(value):
-        raise ValueError(f"{owner}: {name} must be finite; got {value!r}.")
+        raise ParameterError(name, f"{owner}: {name} must be finite; got {value!r}.")
 
 
 @register_loss("ce")

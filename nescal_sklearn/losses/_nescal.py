@@ -7,6 +7,8 @@ from numbers import Integral, Real
 import torch
 from torch import nn
 
+from .._params import check_int
+from ..exceptions import ParameterError, ParameterTypeError
 from ..graph import GRAPHS, KNN_METHODS, MEMBER_GRAPHS, REDUCTIONS, neighbourhood_from_model
 from ..penalties import (
     ADAPTIVE,
@@ -19,12 +21,7 @@ from ..penalties import (
 )
 from ._base import TrainingLoss, get_loss, register_loss
 
-__all__ = ["NeSCalLoss", "TARGETS"]
-
-#: What each row is smoothed towards: its neighbours' cached *predictions* (NeSCal), or
-#: their *labels*, i.e. the class frequencies of its neighbourhood (LoCal Nets, Barbera et
-#: al., AISTATS 2026).
-TARGETS = ("predictions", "labels")
+__all__ = ["NeSCalLoss"]
 
 #: Each string setting of :class:`NeSCalLoss` -> its allowed values, taken from the layer
 #: that implements them.
@@ -38,7 +35,6 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "adaptive": ADAPTIVE,
     "cache": CACHE_MODES,
     "member_graph": MEMBER_GRAPHS,
-    "target": TARGETS,
 }
 
 
@@ -138,7 +134,6 @@ class NeSCalLoss(TrainingLoss):
     adaptive = None
     cache = "batch"
     member_graph = "shared"
-    target = "predictions"
 
     def __init__(
         self,
@@ -159,42 +154,55 @@ class NeSCalLoss(TrainingLoss):
     # -- validation ---------------------------------------------------------------
     def validate(self) -> None:
         name = type(self).__name__
-        _check_int(name, "n_neighbors", self.n_neighbors, low=1)
+        check_int("n_neighbors", self.n_neighbors, low=1, owner=name)
         self._check_real("weight", low=0.0)
         self._check_real("target_temperature", low=0.0, low_inclusive=False)
         for param, allowed in CHOICES.items():
             if getattr(self, param) not in allowed:
-                raise ValueError(
-                    f"{name}: {param} must be one of {list(allowed)}; got {getattr(self, param)!r}."
+                raise ParameterError(
+                    param,
+                    f"{name}: {param} must be one of {list(allowed)}; got {getattr(self, param)!r}.",
                 )
-        _check_int(name, "warmup_patience", self.warmup_patience, low=1)
+        check_int("warmup_patience", self.warmup_patience, low=1, owner=name)
         warmup = self.warmup
         if warmup == "auto":
             pass
         elif isinstance(warmup, bool) or not isinstance(warmup, Real):
-            raise TypeError(
+            raise ParameterTypeError(
+                "warmup",
                 f"{name}: warmup must be an int number of epochs, a float fraction in "
-                f"[0, 1) or 'auto'; got {warmup!r}."
+                f"[0, 1) or 'auto'; got {warmup!r}.",
             )
         elif isinstance(warmup, Integral):
             if warmup < 0:
-                raise ValueError(f"{name}: warmup must be >= 0 epochs; got {warmup!r}.")
+                raise ParameterError(
+                    "warmup", f"{name}: warmup must be >= 0 epochs; got {warmup!r}."
+                )
         elif not 0.0 <= warmup < 1.0:
-            raise ValueError(
+            raise ParameterError(
+                "warmup",
                 f"{name}: warmup as a float is a fraction of max_epochs and must be in "
-                f"[0, 1); got {warmup!r}."
+                f"[0, 1); got {warmup!r}.",
             )
         if self.adaptive == "density" and self.graph != "knn":
-            raise ValueError(
+            raise ParameterError(
+                "adaptive",
                 f"{name}: adaptive='density' weighs rows by their similarity to kNN "
-                f"neighbours and needs graph='knn'; got graph={self.graph!r}."
+                f"neighbours and needs graph='knn'; got graph={self.graph!r}.",
             )
-        if self.n_components is not None:
-            _check_int(name, "n_components", self.n_components, low=1, none=True)
-        base = self.base()
+        check_int("n_components", self.n_components, low=1, owner=name, none=True)
+        try:
+            base = self.base()
+        except ParameterError as exc:  # get_loss names the parameter "loss"
+            raise type(exc)("base_loss", str(exc)) from None
         if base.uses_neighbours:
-            raise ValueError(f"{name}: base_loss cannot itself be a neighbour loss; got {base!r}.")
-        base.validate()
+            raise ParameterError(
+                "base_loss", f"{name}: base_loss cannot itself be a neighbour loss; got {base!r}."
+            )
+        try:
+            base.validate()
+        except ParameterError as exc:
+            raise exc.nested("base_loss") from None
 
     # -- schedule -----------------------------------------------------------------
     def warmup_epochs(self, max_epochs: int) -> int | None:
@@ -223,7 +231,6 @@ class NeSCalLoss(TrainingLoss):
         random_state: int | None = None,
         embedding_layer: str | None = None,
         n_neighbors: int | None = None,
-        y: torch.Tensor | None = None,
     ) -> NeSCalRuntime:
         """Build the graph on ``module``'s embeddings of the training rows ``X``.
 
@@ -249,10 +256,6 @@ class NeSCalLoss(TrainingLoss):
         n_neighbors : int or None, default=None
             Neighbours per row for this fit, instead of the spec's ``n_neighbors``
             (what an estimator uses when the data holds too few rows for it).
-        y : Tensor of shape (n_samples,) or None, default=None
-            Label-encoded targets of the rows; needed with ``target="labels"``, whose
-            cache holds the rows' one-hot labels (never refreshed), so that a row's
-            soft target is its neighbours' class frequencies.
 
         Returns
         -------
@@ -271,12 +274,9 @@ class NeSCalLoss(TrainingLoss):
             return_similarities=self.adaptive == "density",
             member_graph=self.member_graph,
         )
-        log_probs, cache = found.log_probs, self.cache
-        if self.target == "labels":
-            log_probs, cache = _label_log_probs(y, found.log_probs), "frozen"
         smoothing = NeighbourhoodSmoothing(
             found.neighbors,
-            log_probs,
+            found.log_probs,
             aggregation=self.aggregation,
             divergence=self.divergence,
             target_temperature=float(self.target_temperature),
@@ -290,7 +290,7 @@ class NeSCalLoss(TrainingLoss):
             start_epoch=start_epoch,
             end_epoch=max(max_epochs, start_epoch + 1),
             build_seconds=found.seconds,
-            cache=cache,
+            cache=self.cache,
         )
 
     def set_params(self, **params) -> NeSCalLoss:
@@ -332,29 +332,3 @@ class NeSCalLoss(TrainingLoss):
         if sample_weight is None:
             return self.base().forward(logits, target)
         return self.base()(logits, target, sample_weight=sample_weight)
-
-
-def _label_log_probs(y: torch.Tensor | None, like: torch.Tensor) -> torch.Tensor:
-    """Log one-hot labels of the rows, shaped as the cache ``like`` (an ensemble's cache
-    holds one row per member of each row: row ``i * k + m``)."""
-    if y is None:
-        raise ValueError(
-            "NeSCalLoss: target='labels' smooths towards the neighbours' labels, so "
-            "build_runtime needs the rows' labels y."
-        )
-    y = torch.as_tensor(y, dtype=torch.long)
-    n_members = like.shape[0] // y.shape[0]
-    one_hot = torch.nn.functional.one_hot(y, like.shape[1]).to(like.dtype)
-    one_hot = one_hot.repeat_interleave(n_members, dim=0)
-    return torch.log(one_hot.clamp_min(torch.finfo(like.dtype).tiny))
-
-
-def _check_int(owner: str, name: str, value, *, low: int, none: bool = False) -> None:
-    if isinstance(value, bool) or not isinstance(value, Integral):
-        raise TypeError(
-            f"{owner}: {name} must be {'None or ' if none else ''}an int >= {low}; got {value!r}."
-        )
-    if value < low:
-        raise ValueError(
-            f"{owner}: {name} must be {'None or ' if none else ''}an int >= {low}; got {value!r}."
-        )

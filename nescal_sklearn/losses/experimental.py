@@ -57,19 +57,11 @@ class ExperimentalNeSCalLoss(NeSCalLoss):
         <nescal_sklearn.penalties.NeSCalRuntime.refresh_cache>` itself).
     member_graph : {"shared", "per_member"}, default="shared"
         For a network that returns several members' logits, shape
-        (n, n_members, n_classes) (``NeSCalClassifier(n_members=k)``, TabM): one
+        (n, n_members, n_classes) (``module_kwargs={"n_members": k}``, TabM): one
         graph built on all members' embeddings side by side and used by each, or one
         graph per member on its own embedding. Each member is smoothed towards its
         own cached predictions of the neighbours either way. Ignored for a single
         network.
-
-
-    target : {"predictions", "labels"}, default="predictions"
-        What a row is smoothed towards: its neighbours' cached predictions (NeSCal), or
-        their labels, so that the soft target is the class frequencies of the row's
-        neighbourhood in the network's embedding (the target of LoCal Nets, Barbera et
-        al., AISTATS 2026; their kernel estimate, here the ``n_neighbors`` nearest rows
-        weighted alike). The label cache is fixed, so ``cache`` does not apply.
 
     Examples
     --------
@@ -95,7 +87,6 @@ class ExperimentalNeSCalLoss(NeSCalLoss):
         adaptive: str | None = None,
         cache: str = "batch",
         member_graph: str = "shared",
-        target: str = "predictions",
     ) -> None:
         super().__init__(
             n_neighbors=n_neighbors,
@@ -115,4 +106,3 @@ class ExperimentalNeSCalLoss(NeSCalLoss):
         self.adaptive = adaptive
         self.cache = cache
         self.member_graph = member_graph
-        self.target = target

@@ -2,10 +2,17 @@
 
 from ._layers import CategoricalEmbeddings, FrontScale, ParametricActivation, PBLDEmbeddings
 from ._members import ensemble_logits, expand_member_graph, flatten_members, member_log_probs
-from ._mlp import MemberLinear, TabularMLP, build_module
+from ._mlp import (
+    CATEGORICAL_EMBEDDING_MIN_SIZE,
+    MemberLinear,
+    TabularMLP,
+    build_module,
+    layout_kwargs,
+)
 from ._tabm import TabMModule
 
 __all__ = [
+    "CATEGORICAL_EMBEDDING_MIN_SIZE",
     "CategoricalEmbeddings",
     "FrontScale",
     "MemberLinear",
@@ -17,5 +24,6 @@ __all__ = [
     "ensemble_logits",
     "expand_member_graph",
     "flatten_members",
+    "layout_kwargs",
     "member_log_probs",
 ]

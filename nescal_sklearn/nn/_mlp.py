@@ -5,13 +5,14 @@ from __future__ import annotations
 import copy
 import inspect
 import math
-import numbers
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
+from .._params import check_int, is_int
 from ._layers import (
     NARROW_LAYER,
     CategoricalEmbeddings,
@@ -22,7 +23,17 @@ from ._layers import (
     one_thread,
 )
 
-__all__ = ["MemberLinear", "TabularMLP", "build_module"]
+__all__ = [
+    "CATEGORICAL_EMBEDDING_MIN_SIZE",
+    "MemberLinear",
+    "TabularMLP",
+    "build_module",
+    "layout_kwargs",
+]
+
+#: Fewest one-hot columns (categories) of a feature that ``categorical_embedding``
+#: embeds; RealMLP one-hot encodes up to 9 categories and embeds larger features.
+CATEGORICAL_EMBEDDING_MIN_SIZE = 10
 
 _ACTIVATIONS = {
     "relu": nn.ReLU,
@@ -35,16 +46,6 @@ _ACTIVATIONS = {
 _NUMERIC_EMBEDDINGS = (None, "periodic", "pbld")
 #: Embedding size per column when ``numeric_embedding_dim`` is None.
 _DEFAULT_EMBEDDING_DIM = {"periodic": 16, "pbld": 4}
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-def _check_positive_int(name: str, value: object) -> int:
-    if not _is_int(value) or value < 1:
-        raise ValueError(f"{name} must be an int >= 1; got {value!r}.")
-    return int(value)
 
 
 class MemberLinear(nn.Module):
@@ -94,9 +95,9 @@ class MemberLinear(nn.Module):
         self, in_features: int, out_features: int, n_members: int, bias: bool = True
     ) -> None:
         super().__init__()
-        self.in_features = _check_positive_int("in_features", in_features)
-        self.out_features = _check_positive_int("out_features", out_features)
-        self.n_members = _check_positive_int("n_members", n_members)
+        self.in_features = check_int("in_features", in_features, low=1)
+        self.out_features = check_int("out_features", out_features, low=1)
+        self.n_members = check_int("n_members", n_members, low=1)
         self.weight = nn.Parameter(torch.empty(self.n_members, self.in_features, self.out_features))
         if bias:
             self.bias = nn.Parameter(torch.empty(self.n_members, self.out_features))
@@ -153,8 +154,8 @@ def _periodic_embeddings(n_embedded: int, d_embedding: int) -> nn.Module:
         from rtdl_num_embeddings import PeriodicEmbeddings
     except ImportError as exc:
         raise ImportError(
-            "numeric_embedding='periodic' needs the rtdl_num_embeddings package: "
-            "pip install rtdl_num_embeddings"
+            "numeric_embedding='periodic' needs the rtdl_num_embeddings package, which the "
+            "periodic extra brings: pip install 'nescal-sklearn[periodic]'"
         ) from exc
     return PeriodicEmbeddings(n_embedded, d_embedding=d_embedding, lite=False)
 
@@ -170,7 +171,7 @@ def _check_embedded_features(embedded_features: object, n_features: int) -> list
             f"{embedded_features!r}."
         )
     indices = list(embedded_features)
-    bad = [i for i in indices if not _is_int(i) or not 0 <= i < n_features]
+    bad = [i for i in indices if not is_int(i) or not 0 <= i < n_features]
     if bad:
         raise ValueError(
             f"embedded_features must hold column indices in [0, {n_features}) (n_features="
@@ -203,7 +204,7 @@ def _check_categorical_groups(
                 f"categorical_groups must hold sequences of column indices; got {group!r} "
                 f"in {groups!r}."
             )
-        bad = [i for i in group if not _is_int(i) or not 0 <= i < n_features]
+        bad = [i for i in group if not is_int(i) or not 0 <= i < n_features]
         if not len(group) or bad:
             raise ValueError(
                 f"each group of categorical_groups must be a non-empty sequence of column "
@@ -248,7 +249,8 @@ class TabularMLP(nn.Module):
         ``"periodic"`` embeds the columns ``embedded_features`` with
         ``rtdl_num_embeddings.PeriodicEmbeddings(n_embedded, numeric_embedding_dim,
         lite=False)`` (Gorishniy et al., 2022, "On embeddings for numerical features in
-        tabular deep learning"; needs the ``rtdl_num_embeddings`` package); ``"pbld"``
+        tabular deep learning"; needs the ``rtdl_num_embeddings`` package:
+        ``pip install 'nescal-sklearn[periodic]'``); ``"pbld"``
         with RealMLP's :class:`PBLDEmbeddings`. Either flattens the embedded columns to
         ``n_embedded * numeric_embedding_dim`` columns and appends the other columns,
         unchanged, after them. With ``n_members > 1`` all members share this one
@@ -356,7 +358,7 @@ class TabularMLP(nn.Module):
             raise ValueError(
                 f"activation must be one of {sorted(_ACTIVATIONS)}; got {activation!r}."
             )
-        n_members = _check_positive_int("n_members", n_members)
+        n_members = check_int("n_members", n_members, low=1)
         if numeric_embedding not in _NUMERIC_EMBEDDINGS:
             raise ValueError(
                 f"numeric_embedding must be None, 'periodic' or 'pbld'; got {numeric_embedding!r}."
@@ -369,7 +371,7 @@ class TabularMLP(nn.Module):
         if numeric_embedding is not None:
             if numeric_embedding_dim is None:
                 numeric_embedding_dim = _DEFAULT_EMBEDDING_DIM[numeric_embedding]
-            d = _check_positive_int("numeric_embedding_dim", numeric_embedding_dim)
+            d = check_int("numeric_embedding_dim", numeric_embedding_dim, low=1)
             if numeric_embedding == "pbld" and d < 2:
                 raise ValueError(
                     "numeric_embedding_dim must be >= 2 with numeric_embedding='pbld' (the "
@@ -382,7 +384,7 @@ class TabularMLP(nn.Module):
                 else:
                     self.embedding = _periodic_embeddings(len(embedded), d)
         groups = _check_categorical_groups(categorical_groups, n_features, embedded)
-        d_cat = _check_positive_int("categorical_embedding_dim", categorical_embedding_dim)
+        d_cat = check_int("categorical_embedding_dim", categorical_embedding_dim, low=1)
         if groups:
             self.categorical = CategoricalEmbeddings([len(g) for g in groups], d_cat)
         width = n_features
@@ -463,6 +465,53 @@ class TabularMLP(nn.Module):
         if self.n_members > 1:
             X = X.unsqueeze(1).expand(-1, self.n_members, -1)
         return self.layers(X)
+
+
+def layout_kwargs(module_kwargs: Mapping[str, Any], layout) -> dict:
+    """:class:`TabularMLP`'s keyword arguments for a column layout: ``module_kwargs`` with
+    the columns its options act on filled in.
+
+    ``numeric_embedding`` embeds the layout's numeric columns, unless
+    ``embedded_features`` is given. ``categorical_embedding=True``, an option of
+    ``NeSCalClassifier``'s ``module_kwargs`` rather than of :class:`TabularMLP`, becomes
+    ``categorical_groups``: the layout's one-hot groups of at least
+    :data:`CATEGORICAL_EMBEDDING_MIN_SIZE` columns, unless ``categorical_groups`` is given.
+
+    Parameters
+    ----------
+    module_kwargs : mapping
+        The network's options.
+    layout : ColumnLayout or None
+        Anything with ``numeric`` (column indices) and ``groups`` (the one-hot groups),
+        such as :class:`~nescal_sklearn.preprocessing.ColumnLayout`; read only when an
+        option needs it.
+
+    Returns
+    -------
+    dict
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> from nescal_sklearn.nn import layout_kwargs
+    >>> layout = SimpleNamespace(numeric=(0, 1), groups=((2, 3), tuple(range(4, 14))))
+    >>> kwargs = layout_kwargs({"numeric_embedding": "pbld", "categorical_embedding": True}, layout)
+    >>> kwargs["embedded_features"], kwargs["categorical_groups"]
+    ([0, 1], [[4, 5, 6, 7, 8, 9, 10, 11, 12, 13]])
+    """
+    kwargs = dict(module_kwargs)
+    if kwargs.get("numeric_embedding") is not None:
+        kwargs.setdefault("embedded_features", list(layout.numeric))
+    if kwargs.pop("categorical_embedding", False):
+        kwargs.setdefault(
+            "categorical_groups",
+            [
+                list(group)
+                for group in layout.groups
+                if len(group) >= CATEGORICAL_EMBEDDING_MIN_SIZE
+            ],
+        )
+    return kwargs
 
 
 def build_module(

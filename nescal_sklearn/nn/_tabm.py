@@ -13,6 +13,8 @@ import numbers
 import torch
 from torch import nn
 
+from .._params import check_int
+
 __all__ = ["TabMModule"]
 
 
@@ -32,12 +34,6 @@ def _import_tabm():
 TABM_ARCH_TYPES = ("tabm", "tabm-mini", "tabm-packed")
 #: Numeric feature embeddings of :class:`TabMModule`.
 TABM_NUMERIC_EMBEDDINGS = (None, "periodic")
-
-
-def _check_int(name: str, value: object, minimum: int) -> int:
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}; got {value!r}.")
-    return int(value)
 
 
 class TabMModule(nn.Module):
@@ -120,12 +116,12 @@ class TabMModule(nn.Module):
         numeric_embedding: str | None = None,
     ) -> None:
         super().__init__()
-        n_features = _check_int("n_features", n_features, 1)
-        n_classes = _check_int("n_classes", n_classes, 2)
-        k = _check_int("k", k, 1)
+        n_features = check_int("n_features", n_features, low=1)
+        n_classes = check_int("n_classes", n_classes, low=2)
+        k = check_int("k", k, low=1)
         if n_blocks is not None:
-            n_blocks = _check_int("n_blocks", n_blocks, 1)
-        d_block = _check_int("d_block", d_block, 1)
+            n_blocks = check_int("n_blocks", n_blocks, low=1)
+        d_block = check_int("d_block", d_block, low=1)
         if (
             not isinstance(dropout, numbers.Real)
             or isinstance(dropout, bool)

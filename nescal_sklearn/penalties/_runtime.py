@@ -1,4 +1,4 @@
-"""NeSCalRuntime: the per-fit state of NeSCal (graph, cache, current weight, last penalty)."""
+"""NeSCalRuntime: the per-fit state of NeSCal (graph, cache, current weight)."""
 
 from __future__ import annotations
 
@@ -62,8 +62,6 @@ class NeSCalRuntime:
     ----------
     current_weight : float
         λ of the epoch set by :meth:`set_epoch` (0 before the first call).
-    last_penalty : float or None
-        Value of the last :meth:`penalty` call (None before the first).
 
     Examples
     --------
@@ -77,10 +75,11 @@ class NeSCalRuntime:
     >>> runtime.set_epoch(3)
     0.5
     >>> logits = torch.zeros(1, 2)
-    >>> loss = torch.nn.functional.cross_entropy(logits, torch.tensor([0]))
-    >>> loss = loss + runtime.current_weight * runtime.penalty(logits, torch.tensor([0]))
-    >>> round(runtime.last_penalty, 4)  # KL((0.6, 0.4) || (0.5, 0.5))
+    >>> penalty = runtime.penalty(logits, torch.tensor([0]))
+    >>> round(float(penalty), 4)  # KL((0.6, 0.4) || (0.5, 0.5))
     0.0201
+    >>> loss = torch.nn.functional.cross_entropy(logits, torch.tensor([0]))
+    >>> loss = loss + runtime.current_weight * penalty
     """
 
     def __init__(
@@ -109,7 +108,6 @@ class NeSCalRuntime:
         self.build_seconds = float(build_seconds)
         self.cache = cache
         self.current_weight = 0.0
-        self.last_penalty: float | None = None
 
     def set_epoch(self, epoch: int) -> float:
         """Set :attr:`current_weight` for the 0-based ``epoch`` about to run; return it."""
@@ -146,17 +144,16 @@ class NeSCalRuntime:
         Returns
         -------
         Tensor
-            Scalar penalty, differentiable with respect to ``logits``.
+            Scalar penalty, differentiable with respect to ``logits``: also the value to
+            record (``NeSCalClassifier`` logs it as ``train_penalty``).
         """
-        value = self.smoothing(
+        return self.smoothing(
             logits,
             indices,
             target,
             sample_weight=sample_weight,
             update_cache=self.cache == "batch",
         )
-        self.last_penalty = float(value.detach())
-        return value
 
     def refresh_cache(
         self, module: nn.Module, X: Tensor, *, batch_size: int = REFRESH_BATCH_ROWS

@@ -18,9 +18,7 @@ from numbers import Integral
 
 import numpy as np
 
-from ._scaling import RobustSmoothClipScaler
-
-__all__ = ["ColumnLayout", "ColumnScaler", "numeric_columns", "one_hot_groups"]
+__all__ = ["ColumnLayout", "numeric_columns", "one_hot_groups"]
 
 
 @dataclass(frozen=True)
@@ -183,40 +181,3 @@ def _group_end(X: np.ndarray, binary: list[bool], start: int) -> int | None:
             return None
         total += X[:, end]
     return end
-
-
-class ColumnScaler:
-    """:class:`RobustSmoothClipScaler` on some columns of a float matrix, the rest unchanged.
-
-    What ``NeSCalClassifier`` fits on its training rows for the deprecated
-    ``numeric_scaling="robust"`` (the layout's numeric columns) and applies before the
-    network; ``make_tabular_preprocessor(numeric_scaling="robust")`` is the way to ask
-    for it.
-
-    Parameters
-    ----------
-    columns : list of int
-        The columns to scale.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from nescal_sklearn.preprocessing import ColumnScaler
-    >>> X = np.array([[0.0, 1.0], [1.0, 2.0], [0.0, 3.0], [1.0, 40.0]], dtype=np.float32)
-    >>> ColumnScaler([1]).fit(X).transform(X)[:, 0].tolist()
-    [0.0, 1.0, 0.0, 1.0]
-    """
-
-    def __init__(self, columns: list[int]) -> None:
-        self.columns = list(columns)
-
-    def fit(self, X: np.ndarray) -> ColumnScaler:
-        self.scaler_ = RobustSmoothClipScaler().fit(X[:, self.columns]) if self.columns else None
-        return self
-
-    def transform(self, X: np.ndarray) -> np.ndarray:
-        if self.scaler_ is None:
-            return X
-        out = np.array(X, dtype=np.float32, copy=True)
-        out[:, self.columns] = self.scaler_.transform(X[:, self.columns])
-        return out

@@ -1,0 +1,288 @@
+"""The settings of one fit: the estimator's parameters, checked and resolved against a recipe.
+
+:func:`resolve_settings` is what ``NeSCalClassifier.check_params`` runs, without data:
+scikit-learn's parameter constraints, the checks they cannot express, the recipe, the
+freeze options and the loss object. It returns one frozen :class:`FitSettings`; every
+later step of ``fit`` reads that, never the estimator's parameters. Every bad parameter
+raises a :class:`~nescal_sklearn.exceptions.ParameterError` whose ``param`` is the name
+as ``get_params(deep=True)`` spells it (``"max_epochs"``, ``"loss__warmup"``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+import torch
+from sklearn.base import clone
+from sklearn.utils._param_validation import InvalidParameterError as SklearnInvalidParameterError
+from sklearn.utils._param_validation import validate_parameter_constraints
+from torch import nn
+
+from .._params import is_int, plain
+from ..exceptions import InvalidParameterError, ParameterError, ParameterTypeError
+from ..losses import TrainingLoss, get_loss
+from ..preprocessing import ColumnLayout
+from ._freeze import check_freeze_patterns
+from ._recipes import BEFORE_RECIPES, get_recipe
+
+__all__ = ["CRITERIA", "RECIPE_PARAMS", "Criterion", "FitSettings", "resolve_settings"]
+
+#: Parameters that default to None and take their value from the recipe.
+RECIPE_PARAMS = (
+    "hidden_sizes",
+    "dropout",
+    "activation",
+    "lr_schedule",
+    "max_epochs",
+    "batch_size",
+    "lr",
+    "weight_decay",
+    "early_stopping",
+    "validation_fraction",
+    "patience",
+)
+
+#: Integer parameters, which refuse a bool (True is an ``int`` to Python).
+INT_PARAMS = ("max_epochs", "batch_size", "patience", "unfreeze_at", "n_threads")
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """A stopping criterion: the history key it selects on (lower is better), and its
+    name in messages."""
+
+    key: str
+    words: str
+
+
+#: ``early_stopping`` -> its criterion: the one table of the criteria.
+CRITERIA: Mapping[str, Criterion] = MappingProxyType(
+    {
+        "nll": Criterion("valid_nll", "validation NLL"),
+        "refinement": Criterion("valid_refined_nll", "validation NLL after temperature scaling"),
+    }
+)
+
+
+@dataclass(frozen=True)
+class FitSettings:
+    """What one fit of ``NeSCalClassifier`` trains with: its parameters, checked and resolved.
+
+    The recipe's values fill the parameters left at None; every other field is the
+    parameter of the same name as checked. ``settings["lr"]`` reads a field by name too.
+
+    Attributes
+    ----------
+    recipe : str
+        The recipe's name.
+    loss : TrainingLoss
+        The objective: a new object for a registered name (under the recipe's settings
+        for it), a clone of a loss object; validated, and never changed by the fit.
+    loss_name : str or None
+        The registered name the loss was given by; None for a loss object.
+    hidden_sizes, dropout, activation, lr_schedule, max_epochs, batch_size, lr, \
+weight_decay, validation_fraction
+        As the parameters, the recipe's where they were None.
+    early_stopping : {"nll", "refinement"} or False
+        The stopping criterion (True is ``"nll"``), or False.
+    patience : int or False
+    module, embedding_layer, categorical_features, mixup, class_weight, n_threads, \
+device, random_state, verbose
+        The parameters as given.
+    module_kwargs : mapping
+        ``module_kwargs`` (empty when None), read-only.
+    freeze : tuple of str or None
+        The freeze patterns.
+    unfreeze_at : int or None
+    unfreeze_lr : float or None
+        The learning rate of the unfrozen parameters from ``unfreeze_at`` on (``lr``
+        when not given); None without ``unfreeze_at``.
+    """
+
+    recipe: str
+    loss: TrainingLoss
+    loss_name: str | None
+    hidden_sizes: tuple[int, ...]
+    dropout: float
+    activation: str
+    lr_schedule: str
+    max_epochs: int
+    batch_size: int
+    lr: float
+    weight_decay: float
+    early_stopping: str | bool
+    validation_fraction: float
+    patience: int | bool
+    module: type[nn.Module] | nn.Module | None
+    module_kwargs: Mapping[str, Any]
+    categorical_features: ColumnLayout | Sequence[Sequence[int]] | None
+    embedding_layer: str | None
+    mixup: float
+    class_weight: Mapping | str | None
+    freeze: tuple[str, ...] | None
+    unfreeze_at: int | None
+    unfreeze_lr: float | None
+    n_threads: int | None
+    device: str | torch.device
+    random_state: int | np.random.RandomState | None
+    verbose: int
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in {field.name for field in fields(self)}:
+            raise KeyError(name)
+        return getattr(self, name)
+
+    @property
+    def criterion(self) -> Criterion | None:
+        """The stopping criterion (None without early stopping)."""
+        return CRITERIA[self.early_stopping] if self.early_stopping else None
+
+    @property
+    def needs_layout(self) -> bool:
+        """Whether the default network's options act on the column layout."""
+        return self.module is None and (
+            self.module_kwargs.get("numeric_embedding") is not None
+            or bool(self.module_kwargs.get("categorical_embedding"))
+        )
+
+    @property
+    def params(self) -> Mapping[str, Any]:
+        """The training parameters a fit records as ``params_``: the recipe's parameters
+        and ``module_kwargs``."""
+        return MappingProxyType({name: self[name] for name in (*RECIPE_PARAMS, "module_kwargs")})
+
+
+def resolve_settings(estimator) -> FitSettings:
+    """Check ``estimator``'s parameters without data and resolve them (``check_params``)."""
+    params = estimator.get_params(deep=False)
+    _check_constraints(estimator, params)
+    for name in INT_PARAMS:
+        value = params[name]
+        if isinstance(value, bool) and not (name == "patience" and value is False):
+            raise ParameterTypeError(name, f"{name} must be an int, not a bool; got {value!r}.")
+    recipe = get_recipe(params["recipe"])
+    resolved = {
+        name: (
+            params[name]
+            if params[name] is not None
+            else recipe.params.get(name, BEFORE_RECIPES.get(name))
+        )
+        for name in RECIPE_PARAMS
+    }
+    if not isinstance(resolved["early_stopping"], str):
+        resolved["early_stopping"] = "nll" if resolved["early_stopping"] else False
+    resolved["hidden_sizes"] = _checked_hidden_sizes(resolved["hidden_sizes"])
+    freeze = check_freeze_patterns(params["freeze"])
+    _check_freeze_options(freeze, params, resolved["max_epochs"])
+    unfreeze_lr = params["unfreeze_lr"]
+    if params["unfreeze_at"] is not None and unfreeze_lr is None:
+        unfreeze_lr = resolved["lr"]
+    loss = _resolved_loss(params["loss"], recipe.name, resolved["max_epochs"])
+    return FitSettings(
+        recipe=recipe.name,
+        loss=loss,
+        loss_name=params["loss"] if isinstance(params["loss"], str) else None,
+        **resolved,
+        module=params["module"],
+        module_kwargs=MappingProxyType(dict(params["module_kwargs"] or {})),
+        categorical_features=params["categorical_features"],
+        embedding_layer=params["embedding_layer"],
+        mixup=params["mixup"],
+        class_weight=params["class_weight"],
+        freeze=freeze,
+        unfreeze_at=params["unfreeze_at"],
+        unfreeze_lr=unfreeze_lr,
+        n_threads=params["n_threads"],
+        device=params["device"],
+        random_state=params["random_state"],
+        verbose=params["verbose"],
+    )
+
+
+def _check_constraints(estimator, params: Mapping[str, Any]) -> None:
+    """scikit-learn's ``_validate_params``, one parameter at a time (in the same order),
+    so that its error names the parameter: an
+    :class:`~nescal_sklearn.exceptions.InvalidParameterError` with scikit-learn's message."""
+    constraints = estimator._parameter_constraints
+    for name, value in params.items():
+        if name not in constraints:
+            continue
+        try:
+            validate_parameter_constraints(
+                {name: constraints[name]}, {name: value}, caller_name=type(estimator).__name__
+            )
+        except SklearnInvalidParameterError as exc:
+            raise InvalidParameterError(name, str(exc)) from None
+
+
+def _checked_hidden_sizes(sizes) -> tuple[int, ...]:
+    entries = list(sizes) if isinstance(sizes, list | tuple | np.ndarray) else None
+    if entries is None or not all(is_int(h) and h >= 1 for h in entries):
+        shown = [plain(h) for h in entries] if entries is not None else sizes
+        raise ParameterError(
+            "hidden_sizes",
+            "hidden_sizes must be a sequence of ints >= 1 (the width of each hidden "
+            f"layer; () for none); got {shown!r}.",
+        )
+    return tuple(int(h) for h in entries)
+
+
+def _check_freeze_options(freeze, params: Mapping[str, Any], max_epochs: int) -> None:
+    unfreeze_at, unfreeze_lr = params["unfreeze_at"], params["unfreeze_lr"]
+    if freeze == ():
+        raise ParameterError(
+            "freeze",
+            "freeze=[] freezes nothing; pass freeze=None, or patterns of the parts to freeze.",
+        )
+    if unfreeze_at is not None and freeze is None:
+        raise ParameterError(
+            "unfreeze_at",
+            f"unfreeze_at={unfreeze_at!r} unfreezes the parameters that freeze "
+            "freezes, but freeze=None; pass freeze patterns too.",
+        )
+    if unfreeze_lr is not None and unfreeze_at is None:
+        raise ParameterError(
+            "unfreeze_lr",
+            f"unfreeze_lr={unfreeze_lr!r} is the learning rate from unfreeze_at on, "
+            "but unfreeze_at=None; pass unfreeze_at too.",
+        )
+    if unfreeze_at is not None and unfreeze_at > max_epochs:
+        raise ParameterError(
+            "unfreeze_at",
+            f"unfreeze_at={unfreeze_at} is after the last of "
+            f"max_epochs={max_epochs}: nothing would be unfrozen. Pass an epoch "
+            f"<= {max_epochs}, or unfreeze_at=None to stay frozen.",
+        )
+
+
+def _resolved_loss(given: str | TrainingLoss, recipe: str, max_epochs: int) -> TrainingLoss:
+    """The loss object: a name with the recipe's settings for it, or a copy of the
+    object given. Validated, its errors named ``loss__<param>``; never changed by the fit."""
+    if isinstance(given, str):
+        loss = get_loss(given)  # an unknown name raises a ParameterError for "loss"
+        loss.set_params(**get_recipe(recipe).loss_params.get(given, {}))
+    else:
+        loss = clone(get_loss(given))
+    try:
+        loss.validate()
+    except ParameterError as exc:
+        raise exc.nested("loss") from None
+    except TypeError as exc:  # a loss of one's own, raising Python's errors
+        raise ParameterTypeError("loss", str(exc)) from exc
+    except ValueError as exc:
+        raise ParameterError("loss", str(exc)) from exc
+    if loss.uses_neighbours and loss.warmup != "auto":
+        fixed = loss.warmup_epochs(max_epochs)
+        if fixed >= max_epochs:
+            raise ParameterError(
+                "loss__warmup",
+                f"loss__warmup={loss.warmup!r} ends the warm-up at epoch {fixed + 1}, "
+                f"after the last of max_epochs={max_epochs}: the neighbour graph would "
+                "never be built. Pass a shorter warmup, a fraction in [0, 1), or more "
+                "max_epochs.",
+            )
+    return loss
