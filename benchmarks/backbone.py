@@ -52,7 +52,6 @@ HGB, REALMLP, TODAY = "hgb", "realmlp", "nescal"
 PAIRS = {
     "nescal": "ce",
     "nescal_m8": "ce_m8",
-    "nescal_m8_robust": "ce_m8_robust",
     "nescal_rmlp": "ce_rmlp",
     "nescal_rmlp_long": "ce_rmlp_long",
     "nescal_long": "ce_long",
@@ -63,8 +62,6 @@ QUICK_METHODS = (
     "nescal",
     "nescal_m8",
     "ce_m8",
-    "nescal_m8_robust",
-    "ce_m8_robust",
     HGB,
     "lightgbm",
 )

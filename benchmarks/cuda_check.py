@@ -34,18 +34,17 @@ def main() -> int:
     X_train, y_train, X_test, y_test = X[:10_000], y[:10_000], X[10_000:], y[10_000:]
     settings = {
         "default": {},
-        "m8": {"n_members": 8},
-        "m8_per_member": {"n_members": 8, "loss__member_graph": "per_member"},
-        "m8_robust_periodic": {
-            "n_members": 8,
-            "numeric_scaling": "robust",
-            "numeric_embedding": "periodic",
-        },
+        "m8": {"module_kwargs": {"n_members": 8}},
+        "m8_per_member": {"module_kwargs": {"n_members": 8}, "loss__member_graph": "per_member"},
+        "m8_periodic": {"module_kwargs": {"n_members": 8, "numeric_embedding": "periodic"}},
         "m4_realmlp_blocks": {
-            "n_members": 4,
-            "numeric_embedding": "pbld",
             "activation": "selu",
-            "module_kwargs": {"front_scale": True, "parametric_activation": True},
+            "module_kwargs": {
+                "n_members": 4,
+                "numeric_embedding": "pbld",
+                "front_scale": True,
+                "parametric_activation": True,
+            },
         },
         "tabm": {"module": TabMModule, "module_kwargs": {"k": 16, "d_block": 256}},
     }

@@ -1,4 +1,5 @@
-"""What a built-in ensemble costs: fit and predict_proba time of ``NeSCalClassifier(n_members=k)``.
+"""What a built-in ensemble costs: fit and predict_proba time of
+``NeSCalClassifier(module_kwargs={"n_members": k})``.
 
 Prints, for k in 1, 2, 4, 8, the seconds per training epoch (cross-entropy, no early
 stopping, so every k trains the same number of epochs) and per ``predict_proba`` call on
@@ -37,7 +38,7 @@ def measure(k: int, X, y, X_test, epochs: int, hidden: tuple[int, ...]) -> tuple
 
     clf = NeSCalClassifier(
         "ce",
-        n_members=k,
+        module_kwargs={"n_members": k},
         hidden_sizes=hidden,
         max_epochs=epochs,
         early_stopping=False,

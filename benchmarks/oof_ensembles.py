@@ -19,7 +19,7 @@ The records live in the repository (``benchmarks/results/<config>/records``), so
   a cross-fitted method's divided by ``min(2, folds)``, an estimate of ``n_jobs=2``; the
   measured wall-time ratio is ``crossfit_cost.py``'s);
 * ``pairs_<config>.md``: the paired questions of the issue (cross-fitted NeSCal against
-  cross-fitted CE, the label target, the chosen map or a fixed temperature, the boosting
+  cross-fitted CE, the chosen map or a fixed temperature, the boosting
   member, the chosen map against none);
 * ``oof_ensembles_<config>.png``: median change against HGB + TS over fit seconds per 1000
   rows, one point per method, the cross-fitted NeSCal variants joined per recipe over the
@@ -55,8 +55,6 @@ PAIRS = (
         "cf_p10_k5",
         "cf_ce_p10_k5",
     ),
-    ("the label target (LoCal) against NeSCal's", "cf_label_p10_k5", "cf_p10_k5"),
-    ("the label target (LoCal) against NeSCal's", "cf_label", "recommended_nescal"),
     ("a fixed temperature against the chosen map", "cf_p10_k5_ts", "cf_p10_k5"),
     ("the chosen map against no map", "recommended", "cf_identity"),
     ("the recommended model against HGB cross-fitted the same way", "recommended", "hgb_cf"),

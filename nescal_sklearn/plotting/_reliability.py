@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from .._params import plain
 from ..metrics import (
     ReliabilityBand,
     ReliabilityCurve,
@@ -559,7 +560,7 @@ def _band_settings(
     ):
         raise ValueError(
             "band_confidence must be a number strictly between 0 and 1; "
-            f"got {_plain(band_confidence)!r}."
+            f"got {plain(band_confidence)!r}."
         )
     if n_bootstrap is None or (
         isinstance(n_bootstrap, numbers.Integral)
@@ -573,18 +574,13 @@ def _band_settings(
         or n_bootstrap < 2
     ):
         raise ValueError(
-            f"n_bootstrap must be None, 0 or an integer >= 2; got {_plain(n_bootstrap)!r}."
+            f"n_bootstrap must be None, 0 or an integer >= 2; got {plain(n_bootstrap)!r}."
         )
     return dict(
         n_resamples=int(n_bootstrap),
         confidence=float(band_confidence),
         random_state=random_state,
     )
-
-
-def _plain(value: Any) -> Any:
-    """``value`` with a numpy scalar turned into its Python equivalent, for messages."""
-    return value.item() if isinstance(value, np.generic) else value
 
 
 def _legend_label(name: str | None, ece: float | None) -> str | None:
