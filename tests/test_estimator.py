@@ -319,7 +319,9 @@ def test_cuda_trained_model_loads_on_cpu(iris, monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     restored = pickle.loads(pickle.dumps(clf))
     np.testing.assert_array_equal(restored.predict_proba(X), expected)
-    with pytest.raises(ValueError, match=re.escape("device='cuda' was requested but CUDA is not available.")):
+    with pytest.raises(
+        ValueError, match=re.escape("device='cuda' was requested but CUDA is not available.")
+    ):
         clone(clf).fit(X, y)
 
 
@@ -381,8 +383,14 @@ def test_mixup_trains_and_changes_the_fit(iris):
 @pytest.mark.parametrize(
     ("make_input", "message"),
     [
-        (lambda X, y: (np.where(np.arange(X.size).reshape(X.shape) == 5, np.nan, X), y), "Input X contains NaN."),
-        (lambda X, y: (np.where(np.arange(X.size).reshape(X.shape) == 5, np.inf, X), y), "Input X contains infinity"),
+        (
+            lambda X, y: (np.where(np.arange(X.size).reshape(X.shape) == 5, np.nan, X), y),
+            "Input X contains NaN.",
+        ),
+        (
+            lambda X, y: (np.where(np.arange(X.size).reshape(X.shape) == 5, np.inf, X), y),
+            "Input X contains infinity",
+        ),
         (
             lambda X, y: (X, np.zeros(len(y))),
             "NeSCalClassifier needs samples of at least 2 classes in y; got 1 class: 0.0.",
@@ -429,16 +437,29 @@ def test_too_few_rows_for_the_graph(iris):
 
 def test_error_messages(iris):
     X, y = iris
-    with pytest.raises(ValueError, match=re.escape("Unknown loss 'nope': expected a TrainingLoss object or one of")):
+    with pytest.raises(
+        ValueError, match=re.escape("Unknown loss 'nope': expected a TrainingLoss object or one of")
+    ):
         NeSCalClassifier(loss="nope").fit(X, y)
     with pytest.raises(ValueError, match=re.escape("NeSCalLoss: weight must be >= 0.0; got -1.0.")):
         NeSCalClassifier(**FAST).set_params(loss__weight=-1.0).fit(X, y)
     clf = NeSCalClassifier(**FAST).fit(X, y)
-    with pytest.raises(ValueError, match=re.escape("X has 3 features, but NeSCalClassifier is expecting 4 features as input.")):
+    with pytest.raises(
+        ValueError,
+        match=re.escape("X has 3 features, but NeSCalClassifier is expecting 4 features as input."),
+    ):
         clf.predict(X[:, :3])
-    with pytest.raises(ValueError, match=re.escape("The 'max_epochs' parameter of NeSCalClassifier must be None or an int in the range [1, inf). Got 0 instead.")):
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "The 'max_epochs' parameter of NeSCalClassifier must be None or an int in the range [1, inf). Got 0 instead."
+        ),
+    ):
         NeSCalClassifier(max_epochs=0).fit(X, y)
-    with pytest.raises(ValueError, match=re.escape("X_val and y_val must be passed together; got only one of them.")):
+    with pytest.raises(
+        ValueError,
+        match=re.escape("X_val and y_val must be passed together; got only one of them."),
+    ):
         NeSCalClassifier(**FAST).fit(X, y, X_val=X)
     with pytest.raises(ValueError, match=re.escape("y_val contains labels not seen in y: [7]")):
         NeSCalClassifier(**FAST).fit(X, y, X_val=X[:2], y_val=[0, 7])
@@ -468,3 +489,16 @@ def test_small_class_cannot_be_split():
         ),
     ):
         NeSCalClassifier(**FAST, validation_fraction=0.05).fit(X[:20], np.r_[[0] * 10, [1] * 10])
+
+
+def test_max_time_ends_training_and_keeps_the_best_epoch():
+    X, y = make_classification(300, n_features=6, random_state=0)
+    clf = NeSCalClassifier("ce", **{**FAST, "max_epochs": 2000}, patience=False, max_time=0.5)
+    clf.set_params(random_state=0, lr_schedule="constant").fit(X, y)
+    assert clf.stopped_on_time_ and 1 <= clf.n_epochs_ < 2000
+    assert clf.best_epoch_ == 1 + int(np.argmin(clf.history_[:, "valid_nll"]))
+    # The same fit run for as many epochs without a time limit: the same model.
+    same = NeSCalClassifier("ce", **{**FAST, "max_epochs": clf.n_epochs_}, patience=False)
+    same = same.set_params(random_state=0, lr_schedule="constant").fit(X, y)
+    assert not same.stopped_on_time_
+    np.testing.assert_array_equal(clf.predict_proba(X), same.predict_proba(X))

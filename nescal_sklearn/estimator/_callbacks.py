@@ -43,6 +43,7 @@ __all__ = [
     "PenaltySchedule",
     "PlainPrintLog",
     "StopAfterPatience",
+    "StopOnTime",
     "ValidationNLL",
     "WarmupEnd",
 ]
@@ -282,6 +283,43 @@ class StopAfterPatience(Callback):
                 return
             misses = min(misses, epoch - 1 - start)
         if misses >= self.patience:
+            self.stopped_ = True
+            raise KeyboardInterrupt  # skorch's way to end the loop; restores run after it
+
+
+class StopOnTime(Callback):
+    """End training when one more epoch would end after ``max_time`` seconds of training.
+
+    At the end of each epoch, the seconds since training began plus the longest epoch so
+    far are compared with ``max_time``; past it, training ends as
+    :class:`StopAfterPatience` ends it (``KeyboardInterrupt`` after setting
+    ``stopped_``), and the best-epoch keeper restores its epoch.
+
+    Parameters
+    ----------
+    max_time : float
+        Seconds of training.
+
+    Attributes
+    ----------
+    stopped_ : bool
+        Whether this callback ended training.
+    """
+
+    def __init__(self, max_time: float) -> None:
+        self.max_time = max_time
+
+    def on_train_begin(self, net, **kwargs) -> None:
+        self.stopped_ = False
+        self.start_ = time.perf_counter()
+        self.longest_ = 0.0
+        self.last_ = self.start_
+
+    def on_epoch_end(self, net, **kwargs) -> None:
+        now = time.perf_counter()
+        self.longest_ = max(self.longest_, now - self.last_)
+        self.last_ = now
+        if now - self.start_ + self.longest_ > self.max_time:
             self.stopped_ = True
             raise KeyboardInterrupt  # skorch's way to end the loop; restores run after it
 

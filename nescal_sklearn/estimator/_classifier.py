@@ -145,6 +145,13 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         Stop once the criterion has not improved for ``patience`` epochs (counted from
         the end of NeSCal's warm-up); False: never stop early, train ``max_epochs`` and
         restore the best epoch. Recipe: False.
+    max_time : float or None, default=None
+        Wall-clock seconds the training may take: at the end of an epoch, training
+        stops when one more epoch (as long as the longest so far) would end past it,
+        and the best epoch is kept as after ``patience``; at least one epoch runs. A
+        time budget (``CrossFitClassifier(time_limit=...)`` gives each member fit its
+        share); a fit it stops depends on the machine's speed, so it is not
+        reproducible elsewhere. None: no limit.
     mixup : float, default=0.0
         When > 0, mixup with Beta(mixup, mixup) coefficients: inputs and targets of
         each batch are mixed with a random permutation of it.
@@ -215,6 +222,8 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         ``valid_loss``).
     n_epochs_ : int
         Epochs run.
+    stopped_on_time_ : bool
+        Whether ``max_time`` ended the training.
     best_epoch_ : int or None
         1-based epoch restored by early stopping (None without early stopping).
     graph_epoch_ : int or None
@@ -260,6 +269,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         "early_stopping": [None, StrOptions({"nll", "refinement"}), "boolean"],
         "validation_fraction": [None, Interval(numbers.Real, 0.0, 1.0, closed="neither")],
         "patience": [None, Interval(numbers.Integral, 1, None, closed="left"), "boolean"],
+        "max_time": [None, Interval(numbers.Real, 0.0, None, closed="neither")],
         "mixup": [Interval(numbers.Real, 0.0, None, closed="left")],
         "class_weight": [None, dict, StrOptions({"balanced"})],
         "freeze": [None, list, tuple],
@@ -291,6 +301,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         early_stopping: str | bool | None = None,
         validation_fraction: float | None = None,
         patience: int | bool | None = None,
+        max_time: float | None = None,
         mixup: float = 0.0,
         class_weight: dict | str | None = None,
         freeze: Sequence[str] | None = None,
@@ -318,6 +329,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         self.early_stopping = early_stopping
         self.validation_fraction = validation_fraction
         self.patience = patience
+        self.max_time = max_time
         self.mixup = mixup
         self.class_weight = class_weight
         self.freeze = freeze
@@ -452,6 +464,8 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         self.module_ = module
         self.history_ = _epoch_history(net.history)
         self.n_epochs_ = len(net.history)
+        on_time = callbacks.get("stop_on_time")
+        self.stopped_on_time_ = on_time is not None and on_time.stopped_
         keeper = callbacks.get("best_epoch")
         self.best_epoch_ = None if keeper is None else int(keeper.best_epoch_)
         runtime = net.nescal_

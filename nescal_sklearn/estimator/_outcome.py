@@ -34,12 +34,12 @@ def check_training_ended(net, callbacks: dict, settings: FitSettings) -> None:
 
     skorch ends its loop on any ``KeyboardInterrupt`` and returns normally; training
     ran to its end when the last epoch completed (``dur`` recorded) and either the
-    budget was spent or :class:`StopAfterPatience` stopped it.
+    budget was spent or :class:`StopAfterPatience` or :class:`StopOnTime` stopped it.
     """
     history = net.history
     completed = len(history) > 0 and "dur" in history[-1]
-    stopper = callbacks.get("stop_after_patience")
-    stopped = stopper is not None and stopper.stopped_
+    stoppers = (callbacks.get(name) for name in ("stop_after_patience", "stop_on_time"))
+    stopped = any(stopper is not None and stopper.stopped_ for stopper in stoppers)
     if completed and (len(history) == settings.max_epochs or stopped):
         return
     raise KeyboardInterrupt(f"NeSCalClassifier.fit: training interrupted in epoch {len(history)}")
