@@ -148,3 +148,61 @@ def test_verbose_prints_a_line_per_fit_and_is_quiet_by_default(cancer, capsys):
     assert [int(match.group(3)) for match in fits] == [1, 2, 3, 4]
     assert [int(match.group(4)) for match in fits] == [6, 6, 4, 4]
     assert lines[2] == "[CrossFitClassifier] first fold's weights: lr 1.00, bad 0.00; dropping bad"
+
+
+# -- refit: one model per member ----------------------------------------------------------
+
+
+def test_refit_serves_one_model_per_member_trained_as_its_fold_models(cancer):
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    from nescal_sklearn.calibration import calibrate_probabilities
+
+    X, y = cancer
+    members = [("lr", _lr()), ("hgb", HistGradientBoostingClassifier(early_stopping=True))]
+    cross = CrossFitClassifier(members, cv=3, random_state=0, prune=False).fit(X, y)
+    lean = CrossFitClassifier(members, cv=3, random_state=0, prune=False, refit=True).fit(X, y)
+    assert lean.estimators_ is None and cross.refitted_ is None
+    np.testing.assert_array_equal(lean.weights_, cross.weights_)
+    np.testing.assert_array_equal(lean.oof_proba_, cross.oof_proba_)
+    lr, hgb = lean.refitted_
+    # Gradient boosting: all rows, no early stopping, the mean of the folds' iterations.
+    iterations = [models[1].n_iter_ for models in cross.estimators_]
+    assert not hgb.early_stopping and hgb.n_iter_ == round(np.mean(iterations))
+    assert lr[-1].coef_.shape == (1, X.shape[1])
+    # Predictions: the map chosen out of fold, on the weighted refitted members.
+    mean = lean.weights_[0] * lr.predict_proba(X[:9]) + lean.weights_[1] * hgb.predict_proba(X[:9])
+    np.testing.assert_allclose(
+        lean.predict_proba(X[:9]),
+        calibrate_probabilities(lean.calibrator_, mean / lean.weights_.sum()),
+        rtol=1e-9,
+    )
+
+
+def test_refit_trains_a_nescal_member_for_the_mean_of_its_best_epochs():
+    from types import SimpleNamespace
+
+    from nescal_sklearn import NeSCalClassifier, NeSCalLoss
+    from nescal_sklearn.ensemble._refit import refit_params
+
+    member = NeSCalClassifier(patience=10)
+
+    def fold(best, graph, status):
+        return SimpleNamespace(
+            best_epoch_=best,
+            n_epochs_=best + 10,
+            loss_=NeSCalLoss(),
+            graph_epoch_=graph,
+            penalty_status_=status,
+        )
+
+    # Two of three fold models kept a penalised epoch: the warm-up is the mean of theirs.
+    folds = [fold(20, 9, "penalised"), fold(31, 12, "penalised"), fold(6, 8, "warmup_checkpoint")]
+    params = refit_params(member, folds)
+    assert params["early_stopping"] is False and params["max_time"] is None
+    assert params["max_epochs"] == 19  # (20 + 31 + 6) / 3
+    assert params["loss"].warmup == 10 and params["loss"].uses_neighbours  # (8 + 11) / 2
+    # Most kept a warm-up epoch: the base loss trains the refit.
+    folds = [fold(5, 9, "warmup_checkpoint"), fold(6, None, "no_graph"), fold(20, 9, "penalised")]
+    params = refit_params(member, folds)
+    assert params["max_epochs"] == 10 and not params["loss"].uses_neighbours

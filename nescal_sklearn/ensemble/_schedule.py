@@ -124,6 +124,7 @@ def fit_in_stages(
     seeds: Sequence[int | None],
     n_jobs: int | None = None,
     time_limit: float | None = None,
+    fit_share: float = FIT_SHARE,
     screen: Callable[[list], np.ndarray] | None = None,
     verbose: int = 0,
     owner: str = "CrossFitClassifier",
@@ -146,8 +147,10 @@ def fit_in_stages(
     n_jobs : int or None, default=None
         Parallel fits through joblib.
     time_limit : float or None, default=None
-        Seconds for all the fits together (:data:`FIT_SHARE` of them; the caller keeps
-        the rest for what follows). None: no limit.
+        Seconds for the caller's whole fit, from this call on. None: no limit.
+    fit_share : float, default=:data:`FIT_SHARE`
+        The share of ``time_limit`` these fits may take; the caller keeps the rest for
+        what follows.
     screen : callable or None, default=None
         Given the first fold's models (one per member), the members' weights on that
         fold's held-out rows; members of weight 0 are dropped. None keeps every member.
@@ -164,7 +167,7 @@ def fit_in_stages(
     models: list[list] = [[None] * n_members for _ in range(n_folds)]
     seconds = np.full((n_folds, n_members), np.nan)
     start = time.time()
-    deadline = None if time_limit is None else start + FIT_SHARE * time_limit
+    deadline = None if time_limit is None else start + fit_share * time_limit
     workers = max(1, min(effective_n_jobs(n_jobs), n_folds * n_members))
     timed = [_stops_on_time(member) for member in members]
     progress = _Progress(owner, names, n_folds, verbose)
