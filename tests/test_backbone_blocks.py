@@ -24,7 +24,6 @@ from nescal_sklearn.nn import (
     PBLDEmbeddings,
     TabularMLP,
 )
-from nescal_sklearn.nn._mlp import _NarrowLinear
 from nescal_sklearn.preprocessing import one_hot_groups
 
 torch.set_num_threads(1)
@@ -137,13 +136,7 @@ def test_without_the_new_options_the_network_is_unchanged():
     torch.manual_seed(0)
     plain = TabularMLP(4, 2, hidden_sizes=(5,))
     assert plain.front is None
-    # Layers of fewer than 16 outputs are nn.Linear layers that take their gradients on
-    # one thread (tests/test_periodic_determinism.py): the same values and parameters.
-    types = [type(layer) for layer in plain.layers]
-    assert types == [_NarrowLinear, nn.ReLU, nn.Dropout, _NarrowLinear]
-    assert all(isinstance(plain.layers[i], nn.Linear) for i in (0, 3))
-    wide = TabularMLP(4, 20, hidden_sizes=(32,))
-    assert [type(layer) for layer in wide.layers] == [nn.Linear, nn.ReLU, nn.Dropout, nn.Linear]
+    assert [type(layer) for layer in plain.layers] == [nn.Linear, nn.ReLU, nn.Dropout, nn.Linear]
 
 
 @pytest.mark.parametrize(

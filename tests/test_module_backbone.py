@@ -12,7 +12,6 @@ from rtdl_num_embeddings import PeriodicEmbeddings
 from torch import nn
 
 from nescal_sklearn.nn import MemberLinear, TabularMLP, build_module
-from nescal_sklearn.nn._mlp import _NarrowLinear, _NarrowMemberLinear
 
 torch.set_num_threads(1)
 
@@ -94,9 +93,7 @@ def test_single_member_network_keeps_the_old_parameter_names_and_shape():
     assert [tuple(net.state_dict()[k].shape) for k in expected] == [
         (8, 6), (8,), (4, 8), (4,), (3, 4), (3,)
     ]  # fmt: skip
-    # Layers of fewer than 16 outputs take their gradients on one thread (a subclass).
-    assert [type(net.layers[i]) for i in (0, 3, 6)] == [_NarrowLinear] * 3
-    assert all(isinstance(net.layers[i], nn.Linear) for i in (0, 3, 6))
+    assert [type(net.layers[i]) for i in (0, 3, 6)] == [nn.Linear] * 3
     assert net(torch.zeros(5, 6)).shape == (5, 3)
     assert net.embedding_layer_name == "layers.6"
 
@@ -115,8 +112,7 @@ def test_network_pickled_before_the_new_options_still_loads_and_predicts():
 def test_members_equal_separately_built_single_networks():
     torch.manual_seed(0)
     packed = TabularMLP(6, 3, hidden_sizes=(8, 5), n_members=3, activation="gelu").eval()
-    assert [type(packed.layers[i]) for i in (0, 3, 6)] == [_NarrowMemberLinear] * 3
-    assert all(isinstance(packed.layers[i], MemberLinear) for i in (0, 3, 6))
+    assert [type(packed.layers[i]) for i in (0, 3, 6)] == [MemberLinear] * 3
     X = torch.randn(10, 6)
     out = packed(X)
     assert out.shape == (10, 3, 3)
