@@ -83,7 +83,7 @@ def test_pbld_embeddings_match_a_loop_over_columns_and_frequencies():
             for k in range(2):
                 value = sum(periodic[h] * W[j, h, k] for h in range(4)) + c[j, k]
                 assert out[i, j, k].item() == pytest.approx(value, abs=1e-12)
-            assert out[i, j, 2].item() == x[i, j]  # the raw value, last
+            assert out[i, j, 2].item() == x[i, j]  # the raw value, last: a copy, so exact
 
 
 def test_pbld_embeddings_initialisation_follows_realmlp():
@@ -154,6 +154,7 @@ def test_bad_options_are_rejected_with_their_name(kwargs, message):
         TabularMLP(4, 2, hidden_sizes=(3,), **kwargs)
 
 
+@pytest.mark.determinism
 def test_realmlp_style_network_survives_pickle_torch_save_and_state_dict():
     torch.manual_seed(0)
     options = dict(hidden_sizes=(6,), n_members=2, numeric_embedding="pbld",

@@ -28,6 +28,7 @@ def _mixed():
     return np.hstack([X, binary]).astype(np.float32), y
 
 
+@pytest.mark.determinism
 def test_built_in_ensemble_predicts_the_mean_of_its_members():
     X, y = _mixed()
     clf = NeSCalClassifier(
@@ -123,6 +124,7 @@ def test_deprecated_network_options_warn_and_train_as_module_kwargs(name, value)
     with pytest.warns(FutureWarning, match=re.escape(message)):
         old = NeSCalClassifier("ce", **{name: value}, **FAST).fit(X, y)
     new = NeSCalClassifier("ce", module_kwargs={name: value}, **FAST).fit(X, y)
+    # exact: the deprecated option becomes the same module_kwargs before anything is built
     np.testing.assert_array_equal(old.predict_proba(X), new.predict_proba(X))
 
 

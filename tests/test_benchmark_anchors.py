@@ -99,9 +99,11 @@ def test_lightgbm_without_validation_trains_every_tree(cancer):
     off = LightGBMClassifier(n_estimators=30, early_stopping_rounds=None)
     off.fit(X, y, X_val=X_val, y_val=y_val)
     assert off.n_iter_ == off.best_iteration_ == 30
+    # exact: the same rows and 30 trees; X_val is only evaluated, never trained on
     np.testing.assert_array_equal(off.predict_proba(X_val), model.predict_proba(X_val))
 
 
+@pytest.mark.determinism
 def test_lightgbm_subsample_draws_rows_with_the_seed(cancer):
     pytest.importorskip("lightgbm")
     (X, y), _, (X_test, _) = cancer
