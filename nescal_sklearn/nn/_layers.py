@@ -124,6 +124,7 @@ class PBLDEmbeddings(nn.Module):
     >>> out = embedding(x)
     >>> out.shape
     torch.Size([5, 3, 4])
+    >>> # exact: the last value of each column is x itself, copied
     >>> torch.equal(out[..., -1], x)
     True
     """
@@ -186,6 +187,7 @@ class CategoricalEmbeddings(nn.Module):
     >>> out = layer(torch.tensor([[0.0, 1.0, 0.0, 1.0, 0.0]]))
     >>> out.shape
     torch.Size([1, 8])
+    >>> # exact: a one-hot row adds its table row times 1.0 and the others times 0.0
     >>> torch.equal(out[0, :4], layer.weight[1]) and torch.equal(out[0, 4:], layer.weight[3])
     True
     """
