@@ -58,9 +58,9 @@ def test_periodic_embedding_embeds_only_numeric_columns():
     X, y = _mixed()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        clf = NeSCalClassifier(
-            "ce", module_kwargs={"numeric_embedding": "periodic"}, **FAST
-        ).fit(X, y)
+        clf = NeSCalClassifier("ce", module_kwargs={"numeric_embedding": "periodic"}, **FAST).fit(
+            X, y
+        )
     assert clf.module_.embedded_index.tolist() == [0, 1, 2, 3]
     assert clf.module_.passed_index.tolist() == [4, 5]
     from rtdl_num_embeddings import PeriodicEmbeddings
@@ -143,9 +143,15 @@ def test_config_module_by_import_path():
     from nescal_sklearn.nn import TabMModule
 
     method = LossMethod("ce")
-    for path in ("nescal_sklearn.nn.TabMModule", "nescal_sklearn.benchmark.TabMModule"):  # old path too
+    for path in (
+        "nescal_sklearn.nn.TabMModule",
+        "nescal_sklearn.benchmark.TabMModule",
+    ):  # old path too
         assert method.build({"module": path}, seed=0).module is TabMModule
-    for value, message in (("numpy.ndarray", "torch.nn.Module subclass"), ("nowhere.Module", "cannot import")):
+    for value, message in (
+        ("numpy.ndarray", "torch.nn.Module subclass"),
+        ("nowhere.Module", "cannot import"),
+    ):
         data = {"datasets": [{"sklearn": "iris"}], "recipe": "2026-12-04", "confirm_seeds": [0],
                 "methods": [{"loss": "ce", "params": {"module": value}}]}  # fmt: skip
         with pytest.raises(ConfigError, match=message):

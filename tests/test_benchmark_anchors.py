@@ -173,7 +173,10 @@ def test_lightgbm_in_a_benchmark_config():
     assert (built.random_state, built.num_leaves, built.n_threads) == (7, 15, None)
     data = {"datasets": [{"sklearn": "iris"}], "confirm_seeds": [0],
             "methods": [{"estimator": path, "params": {"learning_rate": 0.0}}]}  # fmt: skip
-    with pytest.raises(ConfigError, match=r"^methods\[0\]\.params\.learning_rate: The 'learning_rate' parameter of LightGBMClassifier"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^methods\[0\]\.params\.learning_rate: The 'learning_rate' parameter of LightGBMClassifier",
+    ):
         validate_config(data, check_files=False)
 
 

@@ -131,7 +131,9 @@ def test_oof_ensembles_quick_smoke(tmp_path):
     run = run_script("benchmarks/oof_ensembles.py", *args)
     table = (tmp_path / "table_oof_ensembles_search.md").read_text()
     assert table in run.stdout
-    assert re.search(r"^\| hgb_cf +\|", table, re.M) and re.search(r"^\| cf_p10_k5 +\|", table, re.M)
+    assert re.search(r"^\| hgb_cf +\|", table, re.M) and re.search(
+        r"^\| cf_p10_k5 +\|", table, re.M
+    )
     pairs = (tmp_path / "pairs_oof_ensembles_search.md").read_text()
     assert "cf_p10_k5 vs cf_ce_p10_k5" in pairs
     assert (tmp_path / "oof_ensembles_oof_ensembles_search.png").stat().st_size > 5_000

@@ -277,7 +277,9 @@ def test_report_contents(tiny_run):
     a = [np.mean(means[("nescal", d)]) for d in datasets]
     b = [np.mean(means[("ce", d)]) for d in datasets]
     changes = 100 * (np.array(a) - np.array(b)) / np.array(b)
-    nescal_row = next(row for row in table_rows(markdown, "### Against `ce`") if row[:2] == ["nescal", "raw"])
+    nescal_row = next(
+        row for row in table_rows(markdown, "### Against `ce`") if row[:2] == ["nescal", "raw"]
+    )
     assert nescal_row[2] == f"{int(np.sum(changes < 0))}/3"
     if np.any(changes != 0):
         assert nescal_row[4] == f"{wilcoxon(changes).pvalue:.3g}"
@@ -354,7 +356,11 @@ def test_record_keys_hold_what_the_config_states_its_recipe_and_threads(tmp_path
         assert keys(config) == base
         task = plan_run(config).confirm_fixed[2]
         assert task.estimator.check_params()["loss"].epsilon == 0.1  # the recipe's
-        assert task.identity["params"] == {"hidden_sizes": [8], "max_epochs": 2, "recipe": "2026-12-04"}
+        assert task.identity["params"] == {
+            "hidden_sizes": [8],
+            "max_epochs": 2,
+            "recipe": "2026-12-04",
+        }
         assert task.identity["kind"] == {"loss": "label_smoothing"}
     with monkeypatch.context() as patch:  # an estimator default
         set_default(patch, NeSCalClassifier.__init__, "lr", 0.01)
@@ -370,7 +376,10 @@ def test_record_keys_hold_what_the_config_states_its_recipe_and_threads(tmp_path
 def test_resumed_run_reports_records_under_another_key(tmp_path):
     config = load_config(write_config(tmp_path, SMALL))
     run_benchmark(config, progress=False, report=False)
-    changed = {**SMALL, "methods": [{"loss": "ce"}, {"loss": "label_smoothing", "params": {"epsilon": 0.2}}]}
+    changed = {
+        **SMALL,
+        "methods": [{"loss": "ce"}, {"loss": "label_smoothing", "params": {"epsilon": 0.2}}],
+    }
     config = load_config(write_config(tmp_path, changed))
     stream = io.StringIO()
     summary = run_benchmark(config, resume=True, stream=stream, report=False)

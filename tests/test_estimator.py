@@ -325,7 +325,9 @@ def test_cuda_trained_model_loads_on_cpu(iris, monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     restored = pickle.loads(pickle.dumps(clf))
     np.testing.assert_array_equal(restored.predict_proba(X), expected)
-    with pytest.raises(ValueError, match=re.escape("device='cuda' was requested but CUDA is not available.")):
+    with pytest.raises(
+        ValueError, match=re.escape("device='cuda' was requested but CUDA is not available.")
+    ):
         clone(clf).fit(X, y)
 
 
@@ -388,8 +390,14 @@ def test_mixup_trains_and_changes_the_fit(iris):
 @pytest.mark.parametrize(
     ("make_input", "message"),
     [
-        (lambda X, y: (np.where(np.arange(X.size).reshape(X.shape) == 5, np.nan, X), y), "Input X contains NaN."),
-        (lambda X, y: (np.where(np.arange(X.size).reshape(X.shape) == 5, np.inf, X), y), "Input X contains infinity"),
+        (
+            lambda X, y: (np.where(np.arange(X.size).reshape(X.shape) == 5, np.nan, X), y),
+            "Input X contains NaN.",
+        ),
+        (
+            lambda X, y: (np.where(np.arange(X.size).reshape(X.shape) == 5, np.inf, X), y),
+            "Input X contains infinity",
+        ),
         (
             lambda X, y: (X, np.zeros(len(y))),
             "NeSCalClassifier needs samples of at least 2 classes in y; got 1 class: 0.0.",
@@ -436,16 +444,29 @@ def test_too_few_rows_for_the_graph(iris):
 
 def test_error_messages(iris):
     X, y = iris
-    with pytest.raises(ValueError, match=re.escape("Unknown loss 'nope': expected a TrainingLoss object or one of")):
+    with pytest.raises(
+        ValueError, match=re.escape("Unknown loss 'nope': expected a TrainingLoss object or one of")
+    ):
         NeSCalClassifier(loss="nope").fit(X, y)
     with pytest.raises(ValueError, match=re.escape("NeSCalLoss: weight must be >= 0.0; got -1.0.")):
         NeSCalClassifier(**FAST).set_params(loss__weight=-1.0).fit(X, y)
     clf = NeSCalClassifier(**FAST).fit(X, y)
-    with pytest.raises(ValueError, match=re.escape("X has 3 features, but NeSCalClassifier is expecting 4 features as input.")):
+    with pytest.raises(
+        ValueError,
+        match=re.escape("X has 3 features, but NeSCalClassifier is expecting 4 features as input."),
+    ):
         clf.predict(X[:, :3])
-    with pytest.raises(ValueError, match=re.escape("The 'max_epochs' parameter of NeSCalClassifier must be None or an int in the range [1, inf). Got 0 instead.")):
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "The 'max_epochs' parameter of NeSCalClassifier must be None or an int in the range [1, inf). Got 0 instead."
+        ),
+    ):
         NeSCalClassifier(max_epochs=0).fit(X, y)
-    with pytest.raises(ValueError, match=re.escape("X_val and y_val must be passed together; got only one of them.")):
+    with pytest.raises(
+        ValueError,
+        match=re.escape("X_val and y_val must be passed together; got only one of them."),
+    ):
         NeSCalClassifier(**FAST).fit(X, y, X_val=X)
     with pytest.raises(ValueError, match=re.escape("y_val contains labels not seen in y: [7]")):
         NeSCalClassifier(**FAST).fit(X, y, X_val=X[:2], y_val=[0, 7])

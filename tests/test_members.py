@@ -90,7 +90,9 @@ def test_member_penalty_is_the_mean_of_each_members_penalty():
     """Smoothing member rows = averaging k single-model penalties on the same graph."""
     rng = np.random.default_rng(2)
     n, k, C, K = 30, 3, 4, 5
-    graph = torch.as_tensor(np.stack([rng.permutation(np.delete(np.arange(n), i))[:K] for i in range(n)]))
+    graph = torch.as_tensor(
+        np.stack([rng.permutation(np.delete(np.arange(n), i))[:K] for i in range(n)])
+    )
     cache = torch.log_softmax(torch.as_tensor(rng.normal(size=(n, k, C)), dtype=torch.float32), -1)
     logits = torch.as_tensor(rng.normal(size=(8, k, C)), dtype=torch.float32)
     rows = torch.as_tensor(rng.choice(n, 8, replace=False))
@@ -188,8 +190,8 @@ def test_early_stopping_watches_the_ensemble_nll():
     X, y = _data(n_classes=2)
     rng = np.random.default_rng(0)
     val = rng.random(len(y)) < 0.3
-    clf = NeSCalClassifier(
-        "ce", module=ToyEnsemble, max_epochs=6, patience=3, random_state=0
-    ).fit(X[~val], y[~val], X_val=X[val], y_val=y[val])
+    clf = NeSCalClassifier("ce", module=ToyEnsemble, max_epochs=6, patience=3, random_state=0).fit(
+        X[~val], y[~val], X_val=X[val], y_val=y[val]
+    )
     best = clf.history_[clf.best_epoch_ - 1]["valid_nll"]
     assert best == pytest.approx(log_loss(y[val], clf.predict_proba(X[val])), rel=1e-4)

@@ -313,7 +313,9 @@ def assert_released(output: Path) -> None:
         pass
 
 
-def test_one_runner_per_output_folder_and_the_lock_is_released_on_every_exit(tmp_path, monkeypatch, capsys):
+def test_one_runner_per_output_folder_and_the_lock_is_released_on_every_exit(
+    tmp_path, monkeypatch, capsys
+):
     small = {**CONFIG, "confirm_seeds": [0], "budget": {"max_epochs": 2, "hidden_sizes": [8]}}
     config = load_config(write_config(tmp_path, small))
     output = (tmp_path / "results").resolve()
