@@ -8,6 +8,7 @@ configured calibrator around ``FrozenEstimator(model)`` fitted on the validation
 
 from __future__ import annotations
 
+import pickle
 import platform
 import time
 import traceback
@@ -95,6 +96,9 @@ def _fit_info(model) -> dict:
     if isinstance(getattr(model, "calibration_", None), str):
         info["calibration"] = model.calibration_
         info["weights"] = [float(w) for w in model.weights_]
+        info["dropped"] = sorted(getattr(model, "dropped_", {}))
+        info["timed_out"] = bool(getattr(model, "timed_out_", False))
+        info["member_status"] = _member_status(model)
     history = getattr(model, "history_", None)
     if history is not None:
         # Seconds per fit of the parts a report prices separately (NeSCal's graph build and
@@ -104,6 +108,29 @@ def _fit_info(model) -> dict:
             if logged:
                 info[key] = float(np.sum(logged))
     return info
+
+
+def _serving_cost(model, X_test) -> dict:
+    """What serving the model costs: the seconds of one ``predict_proba`` on the test rows,
+    and the bytes of the pickled model."""
+    start = time.perf_counter()
+    model.predict_proba(X_test)
+    return {"predict_seconds": time.perf_counter() - start, "model_bytes": len(pickle.dumps(model))}
+
+
+def _member_status(model) -> dict:
+    """Per member of a cross-fitted ensemble, how many of its fitted models ended with each
+    ``penalty_status_`` (NeSCal members only)."""
+    groups = model.estimators_ if model.estimators_ is not None else [model.refitted_]
+    names = [name for name, _ in model.estimators]
+    counts: dict[str, dict[str, int]] = {}
+    for models in groups:
+        for name, member in zip(names, models, strict=True):
+            status = getattr(member, "penalty_status_", None)
+            if status is not None:
+                counts.setdefault(name, {}).setdefault(status, 0)
+                counts[name][status] += 1
+    return counts
 
 
 def _calibrate(model, split: Split, calibrators, fit_on: str = "train") -> tuple[dict, dict]:
@@ -175,6 +202,7 @@ def execute_fit(task: FitTask) -> dict:
         split, split_name = task.dataset.split(data, task.seed, task.splits, task.budget.max_rows)
         with step("fit_seconds"):
             model = _fit(clone(task.estimator), split, task.budget.threads, task.method.fit_on)
+        serving = _serving_cost(model, split.X_test)
         with step("calibration_seconds"):
             stages, failed = _calibrate(model, split, task.calibrators, task.method.fit_on)
         context = ConditionContext(split, dataset=task.dataset.name, data_dir=task.data.data_dir)
@@ -213,6 +241,7 @@ def execute_fit(task: FitTask) -> dict:
         "environment": library_versions(),
         "run": {
             **seconds,
+            **serving,
             "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "host": platform.node(),
         },

@@ -29,6 +29,7 @@ def _mixed():
     return np.hstack([X, binary]).astype(np.float32), y
 
 
+@pytest.mark.determinism
 def test_built_in_ensemble_predicts_the_mean_of_its_members():
     X, y = _mixed()
     clf = NeSCalClassifier(

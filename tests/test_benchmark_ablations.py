@@ -107,4 +107,5 @@ def test_ablations_quick_smoke(tmp_path):
         str(tmp_path), "--no-run",
     )  # fmt: skip
     assert "fits finished" not in again.stderr
+    # exact: the same report code on the same records (floats round-trip JSON exactly)
     assert (tmp_path / "ablations.md").read_text() == text

@@ -99,9 +99,11 @@ def test_lightgbm_without_validation_trains_every_tree(cancer):
     off = LightGBMClassifier(n_estimators=30, early_stopping_rounds=None)
     off.fit(X, y, X_val=X_val, y_val=y_val)
     assert off.n_iter_ == off.best_iteration_ == 30
+    # exact: the same rows and 30 trees; X_val is only evaluated, never trained on
     np.testing.assert_array_equal(off.predict_proba(X_val), model.predict_proba(X_val))
 
 
+@pytest.mark.determinism
 def test_lightgbm_subsample_draws_rows_with_the_seed(cancer):
     pytest.importorskip("lightgbm")
     (X, y), _, (X_test, _) = cancer
@@ -207,7 +209,10 @@ def test_lightgbm_in_a_benchmark_config():
     assert (built.random_state, built.num_leaves, built.n_threads) == (7, 15, None)
     data = {"datasets": [{"sklearn": "iris"}], "confirm_seeds": [0],
             "methods": [{"estimator": path, "params": {"learning_rate": 0.0}}]}  # fmt: skip
-    with pytest.raises(ConfigError, match=r"^methods\[0\]\.params\.learning_rate: The 'learning_rate' parameter of LightGBMClassifier"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^methods\[0\]\.params\.learning_rate: The 'learning_rate' parameter of LightGBMClassifier",
+    ):
         validate_config(data, check_files=False)
 
 

@@ -170,11 +170,13 @@ def test_two_entries_of_one_class_are_two_stages(tmp_path):
             "temperature_same",
             "temperature_plain",
         }
+    # exact: the same calibrator and settings under two stage names, one path twice
     assert record["test"]["temperature_same"] == record["test"]["temperature"]
     assert set(record["calibrators"]) == {"temperature", "temperature_same", "temperature_plain"}
     if not HAS_GUARD:
         pytest.skip("CalibratedTemperature has no 'guard' parameter yet")
     # the same temperature, with and without the uniform mixture: different probabilities
+    # exact: the guard mixes in the uniform after the same temperature solve
     assert record["calibrators"]["temperature_plain"] == record["calibrators"]["temperature"]
     assert record["test"]["temperature_plain"]["nll"] != record["test"]["temperature"]["nll"]
     # the plain fit minimises the validation NLL; the guard pays a little for safety

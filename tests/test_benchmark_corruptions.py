@@ -441,6 +441,7 @@ def _float64(model, X):
     return proba / proba.sum(axis=1, keepdims=True)
 
 
+@pytest.mark.determinism
 def test_recorded_metrics_are_those_of_the_family_generator(corrupted_run):
     from sklearn.base import clone
     from sklearn.metrics import log_loss

@@ -49,6 +49,7 @@ def _write(tmp_path: Path, data: dict) -> Path:
     return path
 
 
+@pytest.mark.determinism
 def test_a_cross_fitted_method_trains_on_train_and_validation_and_calibrates_itself(tmp_path):
     config = load_config(_write(tmp_path, CONFIG))
     run_benchmark(config, progress=False, report=False)
@@ -57,6 +58,7 @@ def test_a_cross_fitted_method_trains_on_train_and_validation_and_calibrates_its
     record = records["lr_cf"]
     assert record["identity"]["fit_on"] == "train+validation"
     assert "fit_on" not in records["lr"]["identity"]  # the default keeps earlier keys
+    # exact: every stage is the model itself (_calibrate), the same probabilities twice
     assert record["test"]["temperature"] == record["test"]["raw"]  # its own calibration
     assert record["fit"]["calibration"] == "identity" and record["fit"]["weights"] == [1.0]
     # By hand: the same split, the members fitted on train + validation, 3 folds.
@@ -132,11 +134,14 @@ def test_oof_ensembles_quick_smoke(tmp_path):
     run = run_script("benchmarks/oof_ensembles.py", *args)
     table = (tmp_path / "table_oof_ensembles_search.md").read_text()
     assert table in run.stdout
-    assert re.search(r"^\| hgb_cf +\|", table, re.M) and re.search(r"^\| cf_p10_k5 +\|", table, re.M)
+    assert re.search(r"^\| hgb_cf +\|", table, re.M) and re.search(
+        r"^\| cf_p10_k5 +\|", table, re.M
+    )
     pairs = (tmp_path / "pairs_oof_ensembles_search.md").read_text()
     assert "cf_p10_k5 vs cf_ce_p10_k5" in pairs
     assert (tmp_path / "oof_ensembles_oof_ensembles_search.png").stat().st_size > 5_000
     again = run_script("benchmarks/oof_ensembles.py", *args, "--no-run")
+    # exact: the same report code on the same records (floats round-trip JSON exactly)
     assert (tmp_path / "table_oof_ensembles_search.md").read_text() == table
     assert "fits finished" not in again.stderr
 

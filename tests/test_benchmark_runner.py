@@ -198,6 +198,7 @@ def test_end_to_end_records(tiny_run):
     assert validate_config(saved, check_files=False).methods == config.methods
 
 
+@pytest.mark.determinism
 def test_same_config_and_seeds_reproduce_the_records(tiny_run, tmp_path):
     config, _, _ = tiny_run
     subset = {**TINY, "datasets": TINY["datasets"][:1], "methods": TINY["methods"][:3]}
@@ -206,6 +207,7 @@ def test_same_config_and_seeds_reproduce_the_records(tiny_run, tmp_path):
     first, second = RecordStore(config.output), RecordStore(again.output)
     assert second.keys() and second.keys() <= first.keys()
     for key in second.keys():
+        # exact: the same fits run again at the same threads, in the same process
         assert deterministic(second.read(key)) == deterministic(first.read(key))
 
 

@@ -93,6 +93,7 @@ def test_shuffled_columns_keep_marginals_and_break_rows():
 def test_scaled_rows_multiply_by_the_factor():
     X = np.random.default_rng(0).normal(size=(20, 5)).astype(np.float32)
     out = ScaledRows("far").rows(X, np.random.default_rng(0))
+    # exact: one float32 product by 4.0 on both sides (a power of two, too)
     np.testing.assert_array_equal(out, 4 * X)
     assert out.dtype == np.float32
 
@@ -113,6 +114,7 @@ def test_ood_metrics_against_a_pairwise_count():
     np.testing.assert_allclose(predictive_entropy(proba_out), s_out)
     assert predictive_entropy(np.array([[1.0, 0.0]]))[0] == 0.0  # 0 log 0 = 0
     # an OOD condition scores the OOD rows against the clean test rows
+    # exact: an OOD condition's score is ood_metrics on the same arrays
     assert ScaledRows("far").score(None, proba_in, proba_out, None) == got
 
 
@@ -177,6 +179,7 @@ def _float64(model, X):
     return proba / proba.sum(axis=1, keepdims=True)
 
 
+@pytest.mark.determinism
 def test_condition_metrics_are_those_of_the_seeded_condition_rows(shift_run):
     """Recompute one record's conditions from public pieces: the same split, the same model,
     the rows of each condition drawn with the generator of (seed, name)."""

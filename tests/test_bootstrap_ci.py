@@ -136,6 +136,7 @@ def test_result_fields_are_the_summaries_of_the_values():
     y, p = _calibrated(np.random.default_rng(1), 120)
     interval = bootstrap_ci(_binary_log_loss, y, p, n_resamples=300, confidence=0.8, random_state=4)
     assert isinstance(interval, BootstrapInterval)
+    # exact: the estimate is the metric called on all rows, this same call
     assert interval.estimate == _binary_log_loss(y, p)
     assert (interval.confidence, interval.n_resamples) == (0.8, 300)
     assert interval.values.shape == (300,)
@@ -237,6 +238,7 @@ def test_sample_weight_and_features_are_resampled_with_the_rows():
         features=features,
         n_bins=5,
     )
+    # exact: the estimate is the metric called on all rows, this same call
     assert interval.estimate == expected_calibration_error(y, p, sample_weight=weights, n_bins=5)
     local = bootstrap_ci(
         local_calibration_error, y, p, n_resamples=5, random_state=0, features=features
@@ -264,6 +266,7 @@ def test_labels_pass_through_for_a_class_missing_from_y_true():
     interval = bootstrap_ci(
         expected_calibration_error, y, proba, n_resamples=10, random_state=0, labels=[0, 1, 2]
     )
+    # exact: the estimate is the metric called on all rows, this same call
     assert interval.estimate == expected_calibration_error(y, proba, labels=[0, 1, 2])
     with pytest.raises(ValueError, match="Pass the full, ordered list of classes"):
         bootstrap_ci(expected_calibration_error, y, proba, n_resamples=10)
@@ -286,6 +289,7 @@ def test_sklearn_metrics_and_string_classes():
 def test_one_dimensional_binary_probabilities():
     y, p = _calibrated(np.random.default_rng(9), 70)
     interval = bootstrap_ci(brier_score_loss, list(y), list(p), n_resamples=30, random_state=0)
+    # exact: the estimate is the metric called on all rows, this same call
     assert interval.estimate == brier_score_loss(y, p)
     two_columns = bootstrap_ci(
         brier_score_loss,
@@ -369,6 +373,7 @@ def test_band_is_around_the_curve_of_reliability_curve(strategy, kind):
         y, proba, n_bins=6, strategy=strategy, kind=kind, sample_weight=weights
     )
     for field in ("confidence", "accuracy", "counts", "bin_edges"):
+        # exact: the band's curve is reliability_curve called with these arguments
         np.testing.assert_array_equal(getattr(band.curve, field), getattr(curve, field))
     nonempty = curve.counts > 0
     assert np.all(band.low[nonempty] <= curve.accuracy[nonempty])

@@ -101,6 +101,7 @@ def test_argmax_is_preserved(calibrator, n_classes):
     model, X_cal, y_cal = fitted_and_calibration_split(n_classes=n_classes)
     X_new, _ = make_data(n_classes=n_classes, random_state=5)
     frozen = calibrator(FrozenEstimator(model)).fit(X_cal, y_cal)
+    # labels: predict is the model's own; the argmax of a monotone map is the same class
     np.testing.assert_array_equal(frozen.predict(X_new), model.predict(X_new))
     np.testing.assert_array_equal(
         np.argmax(frozen.predict_proba(X_new), axis=1), model.predict(X_new)
@@ -108,6 +109,7 @@ def test_argmax_is_preserved(calibrator, n_classes):
     X, y = make_data(n_classes=n_classes)
     held_out = calibrator(random_state=0).fit(X, y)
     inner = held_out.calibrated_classifiers_[0].estimator
+    # labels, as above
     np.testing.assert_array_equal(held_out.predict(X_new), inner.predict(X_new))
     np.testing.assert_array_equal(
         np.argmax(held_out.predict_proba(X_new), axis=1), inner.predict(X_new)
@@ -158,6 +160,7 @@ def test_single_class_calibration_data(calibrator):
     with pytest.warns(UserWarning, match=f"^{re.escape(message)}$"):
         fitted = calibrator(FrozenEstimator(model)).fit(X_cal[one_class], y_cal[one_class])
     np.testing.assert_allclose(fitted.predict_proba(X_cal), model.predict_proba(X_cal))
+    # labels: nothing is calibrated, so predict is the model's own
     np.testing.assert_array_equal(fitted.predict(X_cal), model.predict(X_cal))
 
 
@@ -210,6 +213,7 @@ def test_integer_sample_weight_equals_repetition(calibrator):
     )
 
 
+@pytest.mark.determinism
 @pytest.mark.parametrize("calibrator", CALIBRATORS, ids=_ids(CALIBRATORS))
 def test_pickle_round_trip(calibrator):
     X, y = make_data(n_samples=150)

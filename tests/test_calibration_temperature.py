@@ -105,7 +105,9 @@ def test_predict_is_the_estimators_own_in_frozen_mode():
     lr, X_cal, y_cal = fitted_and_calibration_split()
     calibrated = CalibratedTemperature(FrozenEstimator(lr)).fit(X_cal, y_cal)
     X, _ = make_data(random_state=1)
+    # labels: predict is the wrapped estimator's own (ArgmaxPreservingMixin)
     np.testing.assert_array_equal(calibrated.predict(X), lr.predict(X))
+    # labels: a positive temperature keeps each row's order of logits, so its argmax
     np.testing.assert_array_equal(np.argmax(calibrated.predict_proba(X), axis=1), lr.predict(X))
 
 
@@ -113,6 +115,7 @@ def test_predict_is_the_estimators_own_in_held_out_mode():
     X, y = make_data()
     calibrated = CalibratedTemperature(LogisticRegression(), random_state=0).fit(X, y)
     (pair,) = calibrated.calibrated_classifiers_
+    # labels: predict is the wrapped estimator's own (ArgmaxPreservingMixin)
     np.testing.assert_array_equal(calibrated.predict(X), pair.estimator.predict(X))
 
 
@@ -134,12 +137,14 @@ def test_mixture_guard_is_ts_mixed_with_uniform_at_one_over_n_plus_one():
     plain = CalibratedTemperature(FrozenEstimator(lr), guard=None).fit(X_cal, y_cal)
     guarded = CalibratedTemperature(FrozenEstimator(lr), guard="mixture").fit(X_cal, y_cal)
     weight = 1.0 / (len(y_cal) + 1)
+    # exact: the same solve; the guard only mixes in the uniform afterwards
     assert guarded.temperature_ == plain.temperature_
     assert guarded.mixture_weight_ == pytest.approx(weight, rel=1e-12)
     assert plain.mixture_weight_ == 0.0
     X, _ = make_data(random_state=1)
     expected = (1 - weight) * plain.predict_proba(X) + weight / 3
     np.testing.assert_allclose(guarded.predict_proba(X), expected, rtol=1e-10, atol=1e-15)
+    # labels: predict is the wrapped estimator's own (ArgmaxPreservingMixin)
     np.testing.assert_array_equal(guarded.predict(X), lr.predict(X))
 
 
@@ -181,6 +186,7 @@ def test_shrinkage_soft_thresholds_log_t_by_its_bootstrap_spread(scale, seed):
     assert (calibrated.temperature_ > 1) == (scale > 1)
 
 
+@pytest.mark.determinism
 def test_shrinkage_is_deterministic_and_seeded_by_random_state():
     model, X_cal, y_cal = fitted_and_calibration_split(ScaledLogitClassifier(scale=3.0))
     first = CalibratedTemperature(FrozenEstimator(model)).fit(X_cal, y_cal).temperature_
@@ -214,6 +220,7 @@ def test_separable_calibration_rows_do_not_blow_up_the_test_nll():
     guarded_nll = nll(y_test, guarded.predict_proba(X_test))
     # The default shrinkage: resamples of separable rows are separable too, the bootstrap
     # spread of log T is large, and T returns to 1: the uncalibrated model, exactly.
+    # exact: the same solve; shrinkage acts on its result
     assert shrunk.fitted_temperature_ == plain.temperature_
     assert shrunk.temperature_ == 1.0
     np.testing.assert_allclose(shrunk.predict_proba(X_test), model.predict_proba(X_test))
@@ -235,6 +242,7 @@ def test_separable_calibration_rows_do_not_blow_up_the_test_nll():
 # -- modes -------------------------------------------------------------------------------
 
 
+@pytest.mark.determinism
 def test_held_out_split_is_stratified_and_reproducible():
     X, y = make_data(n_samples=100)
     first = CalibratedTemperature(validation_fraction=0.3, random_state=0).fit(X, y)
@@ -261,6 +269,7 @@ def test_cross_fitting_averages_the_folds():
     assert calibrated.temperature_ == pytest.approx(calibrated.temperatures_.mean())
     folds = [pair.predict_proba(X) for pair in calibrated.calibrated_classifiers_]
     np.testing.assert_allclose(calibrated.predict_proba(X), np.mean(folds, axis=0))
+    # labels: predict takes the argmax of this same np.mean over the folds
     np.testing.assert_array_equal(
         calibrated.predict(X), calibrated.classes_[np.argmax(np.mean(folds, axis=0), axis=1)]
     )
@@ -368,6 +377,7 @@ def test_as_a_pipeline_step():
     scaled = StandardScaler().fit_transform(X)
     alone = CalibratedTemperature(random_state=0).fit(scaled, y)
     np.testing.assert_allclose(pipeline.predict_proba(X), alone.predict_proba(scaled))
+    # labels of the same scaled rows: StandardScaler's same arithmetic in both
     np.testing.assert_array_equal(pipeline.predict(X), alone.predict(scaled))
 
 
@@ -379,6 +389,7 @@ def test_wrapping_a_pipeline():
     ).fit(frame, y)
     assert calibrated.response_method_ == "decision_function"
     (pair,) = calibrated.calibrated_classifiers_
+    # labels: predict is the wrapped estimator's own (ArgmaxPreservingMixin)
     np.testing.assert_array_equal(calibrated.predict(frame), pair.estimator.predict(frame))
     np.testing.assert_allclose(calibrated.predict_proba(frame).sum(axis=1), 1.0)
 
@@ -394,6 +405,7 @@ def test_grid_search_over_nested_parameters():
     assert set(search.best_params_) == {"estimator__C", "validation_fraction"}
 
 
+@pytest.mark.determinism
 @pytest.mark.parametrize("cv", [None, 3])
 def test_pickle_round_trip(cv):
     X, y = make_data()

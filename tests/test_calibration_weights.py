@@ -167,6 +167,7 @@ def test_all_ones_weights_give_exactly_the_unweighted_fit(cls, kwargs):
     model, X_cal, y_cal, X_new = _frozen_case()
     plain = cls(FrozenEstimator(model), **kwargs).fit(X_cal, y_cal)
     ones = cls(FrozenEstimator(model), **kwargs).fit(X_cal, y_cal, sample_weight=np.ones(150))
+    # exact: weights of 1.0 multiply exactly and sum to n exactly: the unweighted arithmetic
     np.testing.assert_array_equal(_map_parameters(ones), _map_parameters(plain))
     np.testing.assert_array_equal(ones.predict_proba(X_new), plain.predict_proba(X_new))
 
@@ -178,6 +179,7 @@ def test_all_ones_weights_give_exactly_the_unweighted_fit_when_refitting(cls, cv
     plain = cls(LogisticRegression(), cv=cv, random_state=0).fit(X, y)
     ones = cls(LogisticRegression(), cv=cv, random_state=0)
     ones.fit(X, y, sample_weight=np.ones(300))
+    # exact: weights of 1.0 multiply exactly and sum to n exactly: the unweighted arithmetic
     np.testing.assert_array_equal(ones.predict_proba(X), plain.predict_proba(X))
 
 
@@ -364,6 +366,7 @@ def test_bootstrap_of_integer_weights_draws_the_resamples_of_the_repeated_rows()
             np.random.default_rng(seed),
         )
         assert weighted[2] is None and repeated[2] is None
+        # pure indexing: the same draws pick the same rows
         np.testing.assert_array_equal(weighted[0], repeated[0])
         np.testing.assert_array_equal(weighted[1], repeated[1])
 
@@ -372,6 +375,7 @@ def test_bootstrap_of_unweighted_rows_is_numpys_uniform_resample():
     logits, y = _logits_and_labels()
     resampled, labels, counts = bootstrap_resample(logits, y, None, np.random.default_rng(4))
     rows = np.random.default_rng(4).choice(y.size, size=y.size, replace=True)
+    # pure indexing: the same draws pick the same rows
     np.testing.assert_array_equal(resampled, logits[rows])
     np.testing.assert_array_equal(labels, y[rows])
     assert counts is None
@@ -433,6 +437,7 @@ def test_weights_reach_the_estimator_and_the_map_without_routing(cls, cv):
         by_hand = cls(FrozenEstimator(pair.estimator), **_unguarded(cls)).fit(
             X[test], y[test], sample_weight=weights[test]
         )
+        # exact: the same map fitted on the same rows and weights, one path twice
         np.testing.assert_array_equal(pair.predict_proba(X), by_hand.predict_proba(X))
 
 
@@ -448,6 +453,7 @@ def test_estimator_without_sample_weight_warns_and_the_map_still_uses_them(cls):
         calibrated.fit(X, y, sample_weight=weights)
     plain = cls(make_pipeline(StandardScaler(), LogisticRegression()), random_state=0).fit(X, y)
     # Same split, same estimator: only the map differs.
+    # exact: the same estimator fitted on the same rows (its weights were dropped)
     np.testing.assert_array_equal(
         calibrated.calibrated_classifiers_[0].logits(X), plain.calibrated_classifiers_[0].logits(X)
     )
@@ -470,6 +476,7 @@ def test_routing_sends_requested_weights_to_the_estimator(cls):
     (pair,) = routed.calibrated_classifiers_
     train = _row_indices(X, pair.estimator.seen_X_)
     np.testing.assert_array_equal(pair.estimator.seen_sample_weight_, weights[train])
+    # exact: routing delivers the same weights: the same fits, one path twice
     np.testing.assert_array_equal(routed.predict_proba(X), unrouted.predict_proba(X))
 
 
@@ -487,6 +494,7 @@ def test_routing_keeps_weights_from_an_estimator_that_declined_them(cls):
     test = np.setdiff1d(np.arange(y.size), _row_indices(X, pair.estimator.seen_X_))
     by_hand = cls(FrozenEstimator(pair.estimator), **_unguarded(cls))
     by_hand.fit(X[test], y[test], sample_weight=weights[test])
+    # exact: the same map on the same rows and weights, one path twice
     np.testing.assert_array_equal(routed.predict_proba(X), by_hand.predict_proba(X))
 
 
@@ -517,6 +525,7 @@ def test_routing_with_a_frozen_estimator_weighs_the_map_only():
     unrouted = CalibratedTemperature(FrozenEstimator(model)).fit(X_cal, y_cal, weights)
     with sklearn.config_context(enable_metadata_routing=True):
         routed = CalibratedTemperature(FrozenEstimator(model)).fit(X_cal, y_cal, weights)
+    # exact: routing delivers the same weights: the same fits, one path twice
     np.testing.assert_array_equal(routed.predict_proba(X_new), unrouted.predict_proba(X_new))
 
 
@@ -579,6 +588,7 @@ def test_routing_through_a_pipeline(cls):
     X_scaled = StandardScaler().fit_transform(X)
     direct = cls(RecordingClassifier(), random_state=0, **_unguarded(cls))
     direct.fit(X_scaled, y, sample_weight=weights)
+    # exact: X_scaled is the pipeline's StandardScaler arithmetic; then the same fits
     np.testing.assert_array_equal(pipeline.predict_proba(X), direct.predict_proba(X_scaled))
     (pair,) = pipeline[-1].calibrated_classifiers_
     train = _row_indices(X_scaled, pair.estimator.seen_X_)
@@ -612,6 +622,7 @@ def test_routing_through_grid_search(cls):
     best = search.best_estimator_
     direct = cls(RecordingClassifier(), random_state=0, **_unguarded(cls), **search.best_params_)
     direct.fit(X, y, sample_weight=weights)
+    # exact: the search's refit is this same fit, one path twice
     np.testing.assert_array_equal(best.predict_proba(X), direct.predict_proba(X))
     (pair,) = best.calibrated_classifiers_
     train = _row_indices(X, pair.estimator.seen_X_)
@@ -650,6 +661,7 @@ def test_grid_search_passes_weights_without_routing():
     ).fit(X, y, sample_weight=weights)
     direct = CalibratedVectorScaling(RecordingClassifier(), random_state=0, **search.best_params_)
     direct.fit(X, y, sample_weight=weights)
+    # exact: the search's refit is this same fit, one path twice
     np.testing.assert_array_equal(search.best_estimator_.predict_proba(X), direct.predict_proba(X))
     (pair,) = search.best_estimator_.calibrated_classifiers_
     assert pair.estimator.seen_sample_weight_ is not None

@@ -151,6 +151,7 @@ def test_members_early_stop_on_the_fold_they_did_not_train_on(cancer):
     assert not takes_validation_rows(LogisticRegression())
 
 
+@pytest.mark.determinism
 def test_each_fold_gets_its_own_seed_and_a_fit_is_reproducible(cancer):
     X, y = cancer
     make = lambda: CrossFitClassifier(  # noqa: E731
@@ -187,6 +188,7 @@ def test_nested_parameters_reach_the_members():
     assert model.get_params()["lr__C"] == 0.5
 
 
+@pytest.mark.determinism
 def test_members_run_in_parallel_through_joblib_on_a_local_dask_cluster(cancer):
     distributed = pytest.importorskip("distributed")
     from joblib import parallel_backend

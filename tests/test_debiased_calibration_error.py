@@ -162,6 +162,7 @@ def test_row_order_class_names_and_column_order_do_not_matter():
     named = debiased_calibration_error(
         np.array(["a", "b", "c"])[y], proba, labels=["a", "b", "c"], kind="c", n_bins=5
     )
+    # exact: kind='c' is looked up to column 2, the same computation
     assert named == one_vs_rest
 
 
@@ -170,6 +171,7 @@ def test_binary_one_column_equals_two_columns():
     p = rng.uniform(size=70)
     y = (rng.uniform(size=70) < p**1.5).astype(int)
     for kind in ("top_label", "classwise", 0, 1):
+        # exact: one column p becomes the columns [1 - p, p] first, the same computation
         assert debiased_calibration_error(y, p, kind=kind) == debiased_calibration_error(
             y, np.column_stack([1 - p, p]), kind=kind
         )

@@ -25,6 +25,7 @@ def deep_ensemble(n_members=3, **params):
     )
 
 
+@pytest.mark.determinism
 def test_deep_ensemble_averages_members_and_calibrates():
     X, y = load_iris(return_X_y=True)
     X = StandardScaler().fit_transform(X)

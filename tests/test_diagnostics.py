@@ -198,6 +198,7 @@ def test_graph_from_embeddings_is_the_graph_rooms_knn_graph():
     result = neighbour_confidence_gap(proba=proba, embeddings=embeddings, n_neighbors=3)
     neighbours = build_knn_graph(embeddings, 3)
     np.testing.assert_array_equal(result.edges[:, 0], np.repeat(np.arange(30), 3))
+    # integer indices: the front end calls build_knn_graph on these same embeddings
     np.testing.assert_array_equal(result.edges[:, 1], neighbours.ravel())
     assert not np.any(result.edges[:, 0] == result.edges[:, 1])
 
@@ -215,6 +216,7 @@ def test_query_rows_against_reference_rows():
         n_neighbors=4,
     )
     expected = NearestNeighbors(n_neighbors=4, metric="cosine").fit(reference).kneighbors(query)[1]
+    # integer indices in order: each query's top 5 similarities are >= 6.5e-4 apart
     np.testing.assert_array_equal(result.edges[:, 1].reshape(12, 4), expected)
     tv = 0.5 * np.abs(proba[result.edges[:, 0]] - reference_proba[result.edges[:, 1]]).sum(axis=1)
     np.testing.assert_allclose(result.total_variation, tv, rtol=1e-14)
@@ -237,6 +239,7 @@ def test_gap_on_a_fitted_estimator_uses_its_embeddings_and_probabilities(iris, f
     clf = fitted["ce"]
     result = neighbour_confidence_gap(clf, X, n_neighbors=5, name="CE")
     embeddings, _ = embed_rows(clf.module_, torch.as_tensor(X))
+    # integer indices: the front end calls these same functions on the same rows
     np.testing.assert_array_equal(
         result.edges[:, 1], build_knn_graph(embeddings.numpy(), 5).ravel()
     )
@@ -252,6 +255,7 @@ def test_gap_on_a_pipeline_transforms_rows_like_the_pipeline(iris):
     pipeline = make_pipeline(StandardScaler(), NeSCalClassifier("ce", **FAST)).fit(X, y)
     direct = neighbour_confidence_gap(pipeline[-1], pipeline[0].transform(X), n_neighbors=3)
     through = neighbour_confidence_gap(pipeline, X, n_neighbors=3)
+    # integer indices: the pipeline's transform is the same arithmetic as direct's
     np.testing.assert_array_equal(direct.edges, through.edges)
     np.testing.assert_allclose(direct.js, through.js)
 

@@ -47,6 +47,7 @@ def test_exact_matches_sklearn_brute_force(points, chunk_size):
     assert neighbors.shape == (300, 6) and neighbors.dtype == np.int64
     assert sims.shape == (300, 6) and sims.dtype == np.float32
     reference = _sklearn_graph(points, 6)
+    # sets: every row's 6th and 7th similarities differ by >= 7.9e-5, far above rounding
     assert all(set(a) == set(b) for a, b in zip(neighbors, reference, strict=True))
     unit = normalize(points)
     expected = np.einsum("id,ikd->ik", unit, unit[neighbors])
@@ -57,6 +58,7 @@ def test_exact_matches_sklearn_brute_force(points, chunk_size):
 def test_torch_input_gives_the_same_graph(points):
     from_numpy = build_knn_graph(points, 4, method="exact")
     from_torch = build_knn_graph(torch.from_numpy(points).requires_grad_(True), 4, method="exact")
+    # integer indices: both inputs become the same float32 array first, then one path
     np.testing.assert_array_equal(from_numpy, from_torch)
 
 
@@ -106,6 +108,7 @@ def test_approximate_recall_on_clustered_points():
     print(f"approximate build incl. any JIT: {elapsed:.1f}s")
 
 
+@pytest.mark.determinism
 def test_approximate_is_seeded_and_handles_zero_rows():
     data = _clustered(3000, 16, seed=1)
     data[::50] = 0.0
@@ -126,9 +129,11 @@ def test_auto_switches_at_the_threshold(monkeypatch):
     data = _clustered(600, 8, seed=2)
     exact = build_knn_graph(data, 5, method="exact")
     assert AUTO_EXACT_MAX_SAMPLES >= 600
+    # integer indices: auto runs the exact search below the threshold, the same call
     np.testing.assert_array_equal(build_knn_graph(data, 5), exact)
     monkeypatch.setattr(knn_module, "AUTO_EXACT_MAX_SAMPLES", 500)
     auto = build_knn_graph(data, 5, random_state=0)
+    # integer indices: auto runs the approximate search above it, the same seeded call
     np.testing.assert_array_equal(
         auto, build_knn_graph(data, 5, method="approximate", random_state=0)
     )
@@ -226,4 +231,5 @@ def test_auto_falls_back_to_exact_without_pynndescent(monkeypatch, points):
     )
     with pytest.warns(RuntimeWarning, match=re.escape(message)):
         neighbors = build_knn_graph(points, 4)
+    # integer indices: the fallback is the exact search, the same call
     np.testing.assert_array_equal(neighbors, build_knn_graph(points, 4, method="exact"))

@@ -176,6 +176,7 @@ def test_whole_bins_give_ece_and_mce(seed, n_bins):
         maximum_calibration_error(y, proba, n_bins=n_bins)
     )
     at_n = local_calibration_error(y, proba, features, n_neighbors=len(y), n_bins=n_bins)
+    # exact: n_neighbors above the row count takes the bin whole, as n_neighbors=n does
     assert local_calibration_error(y, proba, features, **kwargs) == at_n
 
 
@@ -520,6 +521,7 @@ def test_scorer_params_and_sample_weight(iris):
         reduction="max",
         sample_weight=weights,
     )
+    # exact: the scorer calls predict_proba and the metric as by_hand does
     assert scorer(model, X, y, sample_weight=weights) == by_hand
     multi = check_scoring(model, scoring={"lce": scorer, "acc": "accuracy"})
     assert multi(model, X, y, sample_weight=weights)["lce"] == by_hand
@@ -535,6 +537,7 @@ def test_scorer_constant_columns_and_scale_do_not_matter(iris):
     assert neg_local_calibration_error(model, X * [1.0, 10.0, 0.01, 3.0], y) == pytest.approx(base)
 
 
+@pytest.mark.determinism
 def test_scorer_pickles(iris):
     X, y = iris
     model = LogisticRegression(max_iter=1000).fit(X, y)

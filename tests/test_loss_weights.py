@@ -120,6 +120,7 @@ def test_unit_weights_give_the_unweighted_value_and_gradient_exactly(case_id, lo
     logits, target = _batch(0, n=37, n_classes=5, scale=3.0, dtype=dtype)
     value, grad = _value_and_grad(loss, logits, target)
     weighted, weighted_grad = _value_and_grad(loss, logits, target, torch.ones(37, dtype=dtype))
+    # exact: weights of 1.0 multiply exactly, so the unweighted arithmetic op for op
     assert torch.equal(weighted, value)
     assert torch.equal(weighted_grad, grad)
 
@@ -355,6 +356,7 @@ def test_nescal_passes_the_weights_to_its_base_loss():
     )
     spec = NeSCalLoss(base_loss=FocalLoss(gamma=2.0))
     expected = focal_loss(logits, target, gamma=2.0, sample_weight=weights)
+    # exact: NeSCalLoss calls its base loss with the weights, the same call
     assert torch.equal(spec(logits, target, sample_weight=weights), expected)
     assert torch.equal(spec.forward(logits, target, weights), expected)
 
@@ -368,6 +370,7 @@ class _UnweightedLoss(TrainingLoss):
 
 def test_a_loss_without_sample_weight_still_works_unweighted_and_refuses_weights():
     logits, target = _batch(9, n=4)
+    # exact: the loss is this same F.cross_entropy call
     assert torch.equal(_UnweightedLoss()(logits, target), F.cross_entropy(logits, target))
     message = (
         "_UnweightedLoss.forward takes no sample_weight, so this loss cannot weigh rows; add "
@@ -519,6 +522,7 @@ def test_unit_weights_leave_the_penalty_and_the_cache_exactly_unchanged(variant,
     weighted_value, weighted_grad = _penalty_value_and_grad(
         weighted, problem, torch.ones(BATCH, dtype=dtype)
     )
+    # exact: weights of 1.0 multiply exactly, so the unweighted arithmetic op for op
     assert torch.equal(weighted_value, value)
     assert torch.equal(weighted_grad, grad)
     assert torch.equal(weighted.cache.log_probs, plain.cache.log_probs)
@@ -531,6 +535,7 @@ def test_weights_never_change_what_is_cached(variant):
     weighted = copy.deepcopy(plain)
     _penalty_value_and_grad(plain, problem, None)
     _penalty_value_and_grad(weighted, problem, problem["weights"])
+    # exact: the cache stores the batch's log-softmax; weights never enter it
     assert torch.equal(weighted.cache.log_probs, plain.cache.log_probs)
     assert torch.equal(weighted.cache.probs, plain.cache.probs)
     assert torch.equal(weighted.cache.neg_entropy(), plain.cache.neg_entropy())

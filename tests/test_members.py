@@ -90,7 +90,9 @@ def test_member_penalty_is_the_mean_of_each_members_penalty():
     """Smoothing member rows = averaging k single-model penalties on the same graph."""
     rng = np.random.default_rng(2)
     n, k, C, K = 30, 3, 4, 5
-    graph = torch.as_tensor(np.stack([rng.permutation(np.delete(np.arange(n), i))[:K] for i in range(n)]))
+    graph = torch.as_tensor(
+        np.stack([rng.permutation(np.delete(np.arange(n), i))[:K] for i in range(n)])
+    )
     cache = torch.log_softmax(torch.as_tensor(rng.normal(size=(n, k, C)), dtype=torch.float32), -1)
     logits = torch.as_tensor(rng.normal(size=(8, k, C)), dtype=torch.float32)
     rows = torch.as_tensor(rng.choice(n, 8, replace=False))
@@ -127,6 +129,7 @@ def test_graph_of_an_ensemble(member_graph):
         reference = [np.asarray(build_knn_graph(hidden[:, m].numpy(), 5)) for m in range(3)]
     got = found.neighbors.numpy()
     for m in range(3):
+        # integer indices: the same forward on the same 150 rows, then the same search
         np.testing.assert_array_equal(np.sort(got[m::3], 1), np.sort(reference[m] * 3 + m, 1))
 
 
@@ -166,6 +169,7 @@ def test_training_loss_is_the_mean_of_member_losses():
     torch.testing.assert_close(valid, F.nll_loss(probs.log(), y))
 
 
+@pytest.mark.determinism
 def test_estimator_with_an_ensemble_module():
     X, y = _data()
     clf = NeSCalClassifier(
@@ -176,6 +180,7 @@ def test_estimator_with_an_ensemble_module():
     with torch.no_grad():
         members = torch.softmax(clf.module_(torch.as_tensor(X)), -1).numpy()
     np.testing.assert_allclose(clf.predict_proba(X), members.mean(1), atol=1e-6)
+    # labels: each row's top two classes are >= 2.8e-4 apart, the two paths 6e-8
     np.testing.assert_array_equal(clf.predict(X), clf.classes_[members.mean(1).argmax(1)])
     restored = pickle.loads(pickle.dumps(clf))
     np.testing.assert_array_equal(restored.predict_proba(X), clf.predict_proba(X))
@@ -185,8 +190,8 @@ def test_early_stopping_watches_the_ensemble_nll():
     X, y = _data(n_classes=2)
     rng = np.random.default_rng(0)
     val = rng.random(len(y)) < 0.3
-    clf = NeSCalClassifier(
-        "ce", module=ToyEnsemble, max_epochs=6, patience=3, random_state=0
-    ).fit(X[~val], y[~val], X_val=X[val], y_val=y[val])
+    clf = NeSCalClassifier("ce", module=ToyEnsemble, max_epochs=6, patience=3, random_state=0).fit(
+        X[~val], y[~val], X_val=X[val], y_val=y[val]
+    )
     best = clf.history_[clf.best_epoch_ - 1]["valid_nll"]
     assert best == pytest.approx(log_loss(y[val], clf.predict_proba(X[val])), rel=1e-4)

@@ -88,6 +88,7 @@ def test_from_estimator_equals_from_predictions(iris_models):
     b = ReliabilityDisplay.from_predictions(
         y, model.predict_proba(X), n_bins=10, labels=model.classes_, name="LogisticRegression"
     )
+    # exact: from_estimator calls predict_proba, then from_predictions: the same path
     np.testing.assert_array_equal(a.line_.get_xydata(), b.line_.get_xydata())
     assert a.ece == b.ece
     assert a.line_.get_label() == b.line_.get_label()
@@ -243,6 +244,7 @@ def test_band_contains_the_curve_and_matches_the_metrics_band(iris_models, strat
         y, proba, n_bins=8, strategy=strategy, kind=kind, n_resamples=100, random_state=0
     )
     assert display.band_low.shape == display.band_high.shape == (8,)
+    # exact: the display's band is bootstrap_reliability_band with these arguments
     np.testing.assert_array_equal(display.band_low, band.low)
     np.testing.assert_array_equal(display.band_high, band.high)
     nonempty = display.counts > 0
@@ -251,6 +253,7 @@ def test_band_contains_the_curve_and_matches_the_metrics_band(iris_models, strat
     assert np.all(np.isnan(display.band_low[~nonempty]))
     # The curve is the same as without a band.
     plain = ReliabilityDisplay.from_predictions(y, proba, n_bins=8, strategy=strategy, kind=kind)
+    # exact: the curve is reliability_curve's with or without a band
     np.testing.assert_array_equal(display.line_.get_xydata(), plain.line_.get_xydata())
     assert display.ece == plain.ece
 
@@ -318,6 +321,7 @@ def test_from_estimator_band_equals_from_predictions(iris_models):
     b = ReliabilityDisplay.from_predictions(
         y, model.predict_proba(X), labels=model.classes_, kind=1, n_bootstrap=30, random_state=2
     )
+    # exact: from_estimator calls predict_proba, then from_predictions: the same path
     np.testing.assert_array_equal(a.band_low, b.band_low)
     np.testing.assert_array_equal(a.band_high, b.band_high)
 
@@ -330,6 +334,7 @@ def test_classwise_panels_with_bands(iris_models):
         band = bootstrap_reliability_band(
             y, proba, n_bins=6, kind=label, n_resamples=40, random_state=0
         )
+        # exact: each panel's band is bootstrap_reliability_band with these arguments
         np.testing.assert_array_equal(display.band_low, band.low)
         np.testing.assert_array_equal(display.band_high, band.high)
         assert display.band_ in display.ax_.collections

@@ -131,6 +131,7 @@ def test_x_val_without_early_stopping_is_refused(iris):
         NeSCalClassifier("ce", early_stopping=False, **FAST).fit(X, y, X_val=X, y_val=y)
 
 
+@pytest.mark.determinism
 def test_fitted_recipe_and_settings_survive_pickling_and_clone(iris):
     X, y = iris
     clf = NeSCalClassifier("ce", recipe="2026-12-02", **FAST).fit(X, y)

@@ -100,6 +100,7 @@ def test_true_is_nll(data):
     a = _fit(data, early_stopping=True, max_epochs=8)
     b = _fit(data, early_stopping="nll", max_epochs=8)
     assert a.best_epoch_ == b.best_epoch_
+    # exact: early_stopping=True means 'nll', so the same fit twice
     np.testing.assert_array_equal(a.history_[:, "valid_nll"], b.history_[:, "valid_nll"])
     c = _fit(data, early_stopping=np.True_, max_epochs=8)
     assert c.best_epoch_ == b.best_epoch_

@@ -199,6 +199,7 @@ def test_predict_follows_the_probabilities_when_a_class_is_absent():
         fitted = CalibratedTemperature(FrozenEstimator(model), guard=None).fit(
             X_cal[keep], y_cal[keep]
         )
+    # labels: with a class absent, predict is the argmax of this same predict_proba
     np.testing.assert_array_equal(
         fitted.predict(X_new), fitted.classes_[fitted.predict_proba(X_new).argmax(axis=1)]
     )
@@ -244,6 +245,7 @@ def test_absent_classes_of_cross_fitting_splits_are_named_once():
     assert second.absent_classes.size == 0
 
 
+@pytest.mark.determinism
 @pytest.mark.parametrize("calibrator", CALIBRATORS, ids=_ids(CALIBRATORS))
 def test_a_partial_calibration_survives_pickling(calibrator):
     model, X_cal, y_cal, X_new, _ = _blobs(4)
@@ -363,7 +365,9 @@ def test_enough_rows_leave_the_map_alone(calibrator):
         # Isotonic regression and histogram binning give 0 to some class of most rows.
         assert above.sum() >= 100
     proba = fitted.predict_proba(X_new)
+    # exact: rows above the floor are the map's own output, untouched
     np.testing.assert_array_equal(proba[above], direct[above])
+    # exact: predict_proba applies this same floor_probabilities to the same rows
     np.testing.assert_array_equal(proba[~above], floor_probabilities(direct[~above]))
 
 

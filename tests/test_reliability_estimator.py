@@ -491,4 +491,5 @@ def test_pandas_categorical_is_read_through_its_values():
     categorical = fit(CE(), X=frame.assign(c=pd.Categorical(values)))
     numeric = fit(CE(), X=frame.assign(c=values.astype(float)))
     probe = frame.assign(c=values.astype(float))
+    # exact: the categorical column is read as these same floats, so the same fit
     np.testing.assert_array_equal(categorical.predict_proba(probe), numeric.predict_proba(probe))

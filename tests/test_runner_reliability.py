@@ -138,9 +138,11 @@ def check_against(reference: dict, records: Path, names) -> None:
     for name in names:
         key = name[: -len(".json")]
         record = check_record(json.loads((records / name).read_text()), key)
+        # exact: each fit runs on budget.threads threads in any process or --jobs: the same fit
         assert deterministic(record) == reference[key]
 
 
+@pytest.mark.determinism
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_kill_9_at_a_random_point_then_resume_loses_duplicates_and_changes_nothing(
     jobs, reference, tmp_path
@@ -177,6 +179,7 @@ def test_kill_9_at_a_random_point_then_resume_loses_duplicates_and_changes_nothi
     assert_released(tmp_path / "results")
 
 
+@pytest.mark.determinism
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_ctrl_c_exits_130_and_records_no_partly_trained_fit(jobs, reference, tmp_path, capsys):
     _, expected = reference  # the first 8 of these seeds
@@ -237,6 +240,7 @@ def corrupt(records: Path, names: list[str]) -> dict[str, str]:
     }
 
 
+@pytest.mark.determinism
 def test_corrupt_record_files_are_named_moved_aside_and_refitted(reference, tmp_path, capsys):
     source, expected = reference
     shutil.copytree(source, tmp_path / "results")
@@ -277,6 +281,7 @@ def test_corrupt_record_files_are_named_moved_aside_and_refitted(reference, tmp_
     check_against(expected, records, now)
 
 
+@pytest.mark.determinism
 def test_resume_moves_corrupt_records_aside_itself(reference, tmp_path, capsys):
     source, expected = reference
     shutil.copytree(source, tmp_path / "results")
@@ -308,7 +313,9 @@ def assert_released(output: Path) -> None:
         pass
 
 
-def test_one_runner_per_output_folder_and_the_lock_is_released_on_every_exit(tmp_path, monkeypatch, capsys):
+def test_one_runner_per_output_folder_and_the_lock_is_released_on_every_exit(
+    tmp_path, monkeypatch, capsys
+):
     small = {**CONFIG, "confirm_seeds": [0], "budget": {"max_epochs": 2, "hidden_sizes": [8]}}
     config = load_config(write_config(tmp_path, small))
     output = (tmp_path / "results").resolve()

@@ -44,6 +44,7 @@ def test_constant_weights_are_exactly_the_unweighted_fit(iris, loss, weight):
     X, y = iris
     plain = _fit(X, y, loss=loss)
     weighted = _fit(X, y, loss=loss, sample_weight=np.full(len(y), weight))
+    # exact: equal weights take the unweighted code path (_training_weights is None)
     np.testing.assert_array_equal(plain.predict_proba(X), weighted.predict_proba(X))
     assert plain.history_[:, "valid_nll"] == weighted.history_[:, "valid_nll"]
 
@@ -55,6 +56,7 @@ def test_balanced_class_weight_is_the_balanced_sample_weight(iris):
     by_row = _fit(
         X[rows], y[rows], loss=GRAPH, sample_weight=compute_sample_weight("balanced", y[rows])
     )
+    # exact: class_weight='balanced' becomes these same row weights, so the same fit
     np.testing.assert_array_equal(by_class.predict_proba(X), by_row.predict_proba(X))
 
 
@@ -65,6 +67,7 @@ def test_dict_class_weight_multiplies_sample_weight(iris):
     combined = _fit(X, y, class_weight={0: 2.0, 2: 0.5}, sample_weight=sw)
     expected = sw * np.select([y == 0, y == 2], [2.0, 0.5], 1.0)
     by_row = _fit(X, y, sample_weight=expected)
+    # exact: sw * class weight, one product per row on both sides: the same weights
     np.testing.assert_array_equal(combined.predict_proba(X), by_row.predict_proba(X))
 
 
@@ -177,6 +180,7 @@ def test_legacy_pipeline_step_parameter(iris):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PenaltyInactiveWarning)
         pipe = make_pipeline(NeSCalClassifier(**FAST)).fit(X, y, nescalclassifier__sample_weight=sw)
+    # exact: the pipeline hands the estimator these same weights: the same fit
     np.testing.assert_array_equal(
         pipe.predict_proba(X), _fit(X, y, sample_weight=sw).predict_proba(X)
     )

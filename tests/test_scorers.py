@@ -185,6 +185,7 @@ def test_names_are_ours_only():
     assert not set(OURS) & set(sklearn.metrics.get_scorer_names())
 
 
+@pytest.mark.determinism
 def test_scorers_pickle(iris):
     X, y = iris
     model = _model().fit(X, y)

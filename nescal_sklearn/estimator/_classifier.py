@@ -171,17 +171,17 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         Torch intra-op and BLAS/OpenMP threads during ``fit`` and prediction (set, then
         restored); None leaves the process's settings alone. One thread per fit keeps
         parallel fits from oversubscribing the cores (``docs/nescal.md``, "Threads").
+        Fits at different ``n_threads`` are bit-identical under Intel MKL's strict
+        reproducibility (``MKL_CBWR=AUTO,STRICT`` in the environment before torch loads);
+        without it they differ by float32 round-off, which training compounds.
     device : str, default="cpu"
         Torch device for training ("cpu", "cuda", "cuda:1", ...). The fitted network
         stays on it and predicts there; a pickled model unpickles on the CPU.
     random_state : int, RandomState instance or None, default=None
         Seeds the split, weight initialisation, shuffling, dropout, the graph and
         mixup. With an int, fits on the CPU are identical from run to run and across
-        processes, and across ``n_threads`` too (the default network's layers of fewer
-        than 16 outputs take their gradients on one thread, because Intel MKL sums
-        products of 5 to 11 rows in a thread-dependent order); the exception is a
-        training batch of 5 to 11 rows (the last batch of an epoch can be one), whose
-        backward pass can make fits at different ``n_threads`` differ by rounding.
+        processes, for the same ``n_threads`` on the same CPU (across ``n_threads``: see
+        above).
     verbose : int, default=0
         0: silent; 1: skorch's per-epoch table; 2: also a progress bar per epoch.
 

@@ -5,83 +5,11 @@ pre-tuned MLPs and boosted trees on tabular data")."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import torch
 from torch import nn
 
 __all__ = ["CategoricalEmbeddings", "FrontScale", "ParametricActivation", "PBLDEmbeddings"]
-
-#: Layers with fewer outputs than this run their backward on one thread (see
-#: :class:`OneThreadBackward`).
-NARROW_LAYER = 16
-
-
-@contextmanager
-def one_thread() -> Iterator[None]:
-    """torch (and with it MKL/OpenMP) on one thread for the block, restored after."""
-    previous = torch.get_num_threads()
-    if previous == 1:
-        yield
-        return
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
-
-
-class _OneThreadGradients(torch.autograd.Function):
-    """A layer's own forward; its gradients recomputed and taken on one thread."""
-
-    @staticmethod
-    def forward(ctx, layer: nn.Module, X: torch.Tensor, *params: torch.Tensor) -> torch.Tensor:
-        ctx.layer = layer
-        ctx.save_for_backward(X)
-        return layer.plain_forward(X)
-
-    @staticmethod
-    def backward(ctx, grad: torch.Tensor):
-        (X,) = ctx.saved_tensors
-        needs = ctx.needs_input_grad[1:]
-        with one_thread(), torch.enable_grad():
-            X = X.detach().requires_grad_(needs[0])
-            inputs = [X, *ctx.layer.parameters(recurse=False)]
-            wanted = [tensor for tensor, need in zip(inputs, needs, strict=True) if need]
-            grads = iter(torch.autograd.grad(ctx.layer.plain_forward(X), wanted, grad))
-        return (None, *(next(grads) if need else None for need in needs))
-
-
-class OneThreadBackward:
-    """Mixin for a linear layer: its backward runs on one thread, its forward as it is.
-
-    Intel MKL (2024.2, measured on AVX-512) multiplies matrices with 5 to 11 rows in an
-    order that depends on the number of threads. The weight gradient of a linear layer
-    with that many outputs (the output layer of a model of 5 to 11 classes) is such a
-    product, so a fit with ``n_threads=2`` drifted from the same fit with ``n_threads=1``
-    by rounding, and a sensitive model (periodic numeric embeddings) by up to 2e-7 in
-    probability. With this mixin the layer's backward recomputes its forward and takes
-    the gradients on one thread: the same numbers as a fit on one thread, whatever the
-    thread count, and exactly those of the layer without the mixin when on one thread.
-    The forward, and the whole layer under ``torch.no_grad``, are unchanged.
-
-    The class it is mixed into must have ``forward(X)`` using only ``X`` and its own
-    parameters (no randomness: the forward runs twice). The gradients it returns cannot
-    be differentiated again (no ``create_graph`` double backward through the layer).
-    """
-
-    def plain_forward(self, X: torch.Tensor) -> torch.Tensor:
-        """The layer's own forward."""
-        return super().forward(X)
-
-    def forward(self, X: torch.Tensor) -> torch.Tensor:
-        params = tuple(self.parameters(recurse=False))
-        if not torch.is_grad_enabled() or not (
-            X.requires_grad or any(p.requires_grad for p in params)
-        ):
-            return self.plain_forward(X)
-        return _OneThreadGradients.apply(self, X, *params)
 
 
 class FrontScale(nn.Module):
@@ -196,6 +124,7 @@ class PBLDEmbeddings(nn.Module):
     >>> out = embedding(x)
     >>> out.shape
     torch.Size([5, 3, 4])
+    >>> # exact: the last value of each column is x itself, copied
     >>> torch.equal(out[..., -1], x)
     True
     """
@@ -258,6 +187,7 @@ class CategoricalEmbeddings(nn.Module):
     >>> out = layer(torch.tensor([[0.0, 1.0, 0.0, 1.0, 0.0]]))
     >>> out.shape
     torch.Size([1, 8])
+    >>> # exact: a one-hot row adds its table row times 1.0 and the others times 0.0
     >>> torch.equal(out[0, :4], layer.weight[1]) and torch.equal(out[0, 4:], layer.weight[3])
     True
     """

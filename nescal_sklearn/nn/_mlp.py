@@ -13,15 +13,7 @@ import torch
 from torch import nn
 
 from .._params import check_int, is_int
-from ._layers import (
-    NARROW_LAYER,
-    CategoricalEmbeddings,
-    FrontScale,
-    OneThreadBackward,
-    ParametricActivation,
-    PBLDEmbeddings,
-    one_thread,
-)
+from ._layers import CategoricalEmbeddings, FrontScale, ParametricActivation, PBLDEmbeddings
 
 __all__ = [
     "CATEGORICAL_EMBEDDING_MIN_SIZE",
@@ -138,15 +130,6 @@ class MemberLinear(nn.Module):
             f"in_features={self.in_features}, out_features={self.out_features}, "
             f"n_members={self.n_members}, bias={self.bias is not None}"
         )
-
-
-class _NarrowLinear(OneThreadBackward, nn.Linear):
-    """:class:`torch.nn.Linear` whose backward runs on one thread (see
-    :class:`~nescal_sklearn.nn._layers.OneThreadBackward`)."""
-
-
-class _NarrowMemberLinear(OneThreadBackward, MemberLinear):
-    """:class:`MemberLinear` whose backward runs on one thread."""
 
 
 def _periodic_embeddings(n_embedded: int, d_embedding: int) -> nn.Module:
@@ -288,8 +271,7 @@ class TabularMLP(nn.Module):
         The front scale, when ``front_scale`` is True.
     layers : torch.nn.Sequential
         The MLP (``nn.Linear`` layers when ``n_members == 1``, else
-        :class:`MemberLinear`, subclasses of them for layers of fewer than 16 outputs,
-        see Notes); its last entry is the output layer.
+        :class:`MemberLinear`); its last entry is the output layer.
 
     Notes
     -----
@@ -311,15 +293,11 @@ class TabularMLP(nn.Module):
     The input of the output layer (``embedding_layer_name``) is the penultimate
     representation, of shape ``(n, w_L)`` or ``(n, n_members, w_L)``.
 
-    Threads. Intel MKL sums matrix products of 5 to 11 rows in an order that depends on
-    the number of threads, so the weight gradient of a layer with that many outputs
-    (the output layer of a 10-class model) made fits depend on ``n_threads``. Layers of
-    fewer than 16 outputs are therefore subclasses of ``nn.Linear`` (or
-    :class:`MemberLinear`) that take their gradients on one thread, and batches of
-    fewer than 16 rows run on one thread: fits and predictions are those of one
-    thread, bit for bit, whatever the thread count, except for the backward pass of a
-    training batch of 5 to 11 rows (the last batch of an epoch, when the training rows
-    leave that remainder modulo the batch size), which can still differ by rounding.
+    Threads. Intel MKL, torch's BLAS on x86, picks a matrix product's kernel and
+    summation order by CPU and thread count, so outputs and gradients at different
+    thread counts differ by float32 round-off unless MKL's strict reproducibility is on
+    (``MKL_CBWR=AUTO,STRICT`` in the environment before torch loads); see
+    ``docs/nescal.md``, "Threads".
 
     Examples
     --------
@@ -404,13 +382,9 @@ class TabularMLP(nn.Module):
             width = len(embedded) * d + len(groups) * d_cat + len(passed)
 
         def linear(n_in: int, n_out: int) -> nn.Module:
-            # Layers of fewer than NARROW_LAYER outputs (the output layer of up to 15
-            # classes) take their gradients on one thread: MKL's products of so few
-            # rows depend on the thread count, and fits would depend on n_threads.
-            narrow = n_out < NARROW_LAYER
             if n_members == 1:
-                return (_NarrowLinear if narrow else nn.Linear)(n_in, n_out)
-            return (_NarrowMemberLinear if narrow else MemberLinear)(n_in, n_out, n_members)
+                return nn.Linear(n_in, n_out)
+            return MemberLinear(n_in, n_out, n_members)
 
         self.front = FrontScale(width) if front_scale else None
 
@@ -444,14 +418,6 @@ class TabularMLP(nn.Module):
         return f"layers.{len(self.layers) - 1}"
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
-        if X.shape[0] < NARROW_LAYER:
-            # Products of so few rows depend on the thread count (see OneThreadBackward):
-            # one thread makes predictions on them independent of n_threads.
-            with one_thread():
-                return self._forward(X)
-        return self._forward(X)
-
-    def _forward(self, X: torch.Tensor) -> torch.Tensor:
         if self.embedding is not None or self.categorical is not None:
             parts = []
             if self.embedding is not None:

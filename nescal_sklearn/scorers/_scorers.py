@@ -83,7 +83,7 @@ class CalibrationScorer:
     >>> X, y = load_iris(return_X_y=True)
     >>> model = LogisticRegression(max_iter=1000).fit(X, y)
     >>> by_hand = -expected_calibration_error(y, model.predict_proba(X), n_bins=10)
-    >>> bool(scorer(model, X, y) == by_hand)
+    >>> bool(scorer(model, X, y) == by_hand)  # exact: the scorer makes this same call
     True
     >>> scores = cross_validate(
     ...     LogisticRegression(max_iter=1000), X, y, cv=3,
