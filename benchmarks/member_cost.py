@@ -58,7 +58,7 @@ def fold_rows(dataset: str, quick: bool):
         X, y = data.X, np.asarray(data.y)
     split = stratified_split(X, y, seed=0)
     X_all = np.concatenate([split.X_train, split.X_val]).astype(np.float32)
-    y_all = np.concatenate([split.y_train, split.y_val])
+    y_all = np.unique(np.concatenate([split.y_train, split.y_val]), return_inverse=True)[1]
     rng = np.random.default_rng(0)
     order = rng.permutation(len(y_all))
     cut = len(order) // 5

@@ -30,6 +30,7 @@ from skorch.callbacks import EarlyStopping, PassthroughScoring, ProgressBar
 from skorch.dataset import Dataset, unpack_data
 from skorch.helper import predefined_split
 from torch import nn
+from torch.utils.data import BatchSampler, DataLoader, RandomSampler, SequentialSampler
 
 from ..exceptions import ParameterError
 from ..losses import TrainingLoss
@@ -472,6 +473,27 @@ class NeSCalNet(NeuralNet):
         for handle in getattr(self, "frozen_hooks_", []):
             handle.remove()
         self.frozen_hooks_ = []
+
+    def get_iterator(self, dataset, training=False):
+        """The batches, each drawn from the rows by one indexing.
+
+        skorch's default iterator, a ``DataLoader`` with a batch size, calls the
+        dataset once per row and stacks the rows: at a few microseconds a row, more time
+        than the network's own forward and backward on tabular data. This one hands the
+        dataset each batch's row indices at once (a ``BatchSampler`` over the same
+        random or sequential order, drawn from the same generator), and skorch's
+        ``Dataset`` indexes its arrays with them: the same rows, in the same order, as
+        the same tensors.
+        """
+        kwargs = dict(self.get_params_for("iterator_train" if training else "iterator_valid"))
+        batch_size = kwargs.pop("batch_size", self.batch_size)
+        if batch_size == -1:
+            batch_size = len(dataset)
+        order = (
+            RandomSampler(dataset) if kwargs.pop("shuffle", False) else SequentialSampler(dataset)
+        )
+        batches = BatchSampler(order, batch_size, drop_last=False)
+        return DataLoader(dataset, batch_size=None, sampler=batches, **kwargs)
 
     def infer(self, x, **fit_params):
         """The module's output; an ensemble's (n, k, C) is combined outside training.
