@@ -57,6 +57,7 @@ from sklearn.utils.validation import (
 
 from ._folds import (
     check_fold_classes,
+    check_partition,
     cross_fit,
     estimator_logits,
     inner_split,
@@ -459,6 +460,7 @@ class PostHocCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             ]
         cv = check_cv(self.cv, y_encoded, classifier=True)
         folds = list(cv.split(X, y_encoded, **split_params))
+        check_partition(folds, y_encoded.size, self.cv)
         fitted = cross_fit(
             [estimator], X, y, folds, fit_params=[estimator_params], n_jobs=self.n_jobs
         )

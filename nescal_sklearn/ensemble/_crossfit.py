@@ -30,6 +30,7 @@ from sklearn.utils.validation import (
 from ..calibration import (
     CALIBRATIONS,
     calibrate_probabilities,
+    check_partition,
     cross_fit,
     estimator_logits,
     fit_calibration,
@@ -243,6 +244,7 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
         if isinstance(cv, numbers.Integral):
             cv = StratifiedKFold(int(cv), shuffle=True, random_state=rng.randint(2**31 - 1))
         folds = list(check_cv(cv, y_encoded, classifier=True).split(X, y_encoded))
+        check_partition(folds, y.shape[0], self.cv)
         seeds = (
             None
             if self.random_state is None
