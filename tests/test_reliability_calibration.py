@@ -395,24 +395,22 @@ def test_histogram_with_more_bins_than_rows():
     assert np.all(proba < 1)
 
 
-def test_weights_count_as_rows_for_the_mixture():
-    # Integer weights act as repeated rows here too: 5 rows of weight 2 are 10 rows.
+def test_weights_count_effective_rows_for_the_mixture():
+    # Only the ratios of the weights count: 5 rows of weight 2 are 5 rows (Kish), not 10.
     model, X_cal, y_cal, X_new, _ = _blobs(3)
     rows = np.concatenate([np.flatnonzero(y_cal == k)[:2] for k in range(3)])[:5]
     with pytest.warns(
-        UserWarning, match=re.escape(_mixture_message("CalibratedMatrixScaling", 12, 10))
+        UserWarning, match=re.escape(_mixture_message("CalibratedMatrixScaling", 12, 5))
     ):
         weighted = CalibratedMatrixScaling(FrozenEstimator(model)).fit(
             X_cal[rows], y_cal[rows], sample_weight=np.full(5, 2.0)
         )
     with pytest.warns(
-        UserWarning, match=re.escape(_mixture_message("CalibratedMatrixScaling", 12, 10))
+        UserWarning, match=re.escape(_mixture_message("CalibratedMatrixScaling", 12, 5))
     ):
-        repeated = CalibratedMatrixScaling(FrozenEstimator(model)).fit(
-            np.repeat(X_cal[rows], 2, axis=0), np.repeat(y_cal[rows], 2)
-        )
+        plain = CalibratedMatrixScaling(FrozenEstimator(model)).fit(X_cal[rows], y_cal[rows])
     np.testing.assert_allclose(
-        weighted.predict_proba(X_new), repeated.predict_proba(X_new), rtol=1e-5, atol=1e-7
+        weighted.predict_proba(X_new), plain.predict_proba(X_new), rtol=1e-5, atol=1e-7
     )
 
 

@@ -18,6 +18,7 @@ from sklearn.model_selection import (
     RepeatedStratifiedKFold,
     ShuffleSplit,
 )
+from sklearn.naive_bayes import GaussianNB
 
 from nescal_sklearn.calibration import CalibratedTemperature, out_of_fold_logits
 from nescal_sklearn.ensemble import CrossFitClassifier
@@ -29,6 +30,11 @@ def _data(n=200, n_classes=2, seed=0):
     score = X[:, 0] + 0.5 * rng.normal(size=n)
     y = np.digitize(score, np.quantile(score, np.linspace(0, 1, n_classes + 1)[1:-1]))
     return X, y
+
+
+def _members():
+    """Two quick members whose fits do not depend on the scale of the weights."""
+    return [("nb", GaussianNB()), ("smooth", GaussianNB(var_smoothing=0.5))]
 
 
 # -- cv that is not a partition (N84-N87, N107) ---------------------------------------------
@@ -88,3 +94,21 @@ def test_out_of_fold_logits_never_reads_rows_no_fold_held_out():
     message = message.replace("cv=None", "cv")
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         out_of_fold_logits(fitted, X, folds, np.array([0, 1]))
+
+
+# -- the scale of the weights (N54, N123) ----------------------------------------------------
+
+
+@pytest.mark.parametrize("calibration", ["temperature", "sms", "auto"])
+@pytest.mark.parametrize("scale", ["1/n", 1e-3, 7.0])
+def test_all_equal_weights_give_the_unweighted_ensemble(calibration, scale):
+    # N54, N123: weights 1/n counted as one calibration row (ts-mix at 0.5, another map).
+    X, y = _data(300, n_classes=3)
+    X_new, _ = _data(1000, n_classes=3, seed=1)
+    weights = np.full(300, 1 / 300 if scale == "1/n" else scale)
+    plain = CrossFitClassifier(_members(), calibration=calibration, random_state=0).fit(X, y)
+    scaled = CrossFitClassifier(_members(), calibration=calibration, random_state=0)
+    scaled.fit(X, y, sample_weight=weights)
+    assert scaled.calibration_ == plain.calibration_
+    assert np.max(np.abs(scaled.predict_proba(X_new) - plain.predict_proba(X_new))) <= 1e-3
+    assert np.max(np.abs(scaled.oof_proba_ - plain.oof_proba_)) <= 1e-3
