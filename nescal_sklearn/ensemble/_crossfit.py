@@ -70,7 +70,8 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
     2. **fit one calibration map** on the weighted ensemble's out-of-fold logits of all
        rows, ``calibration="auto"`` choosing among no map, temperature scaling (mixed
        with the uniform distribution at ``1/(n + 1)``, probmetrics' ts-mix), quadratic
-       scaling (binary) and structured matrix scaling (multiclass) by an inner
+       scaling (binary; mixed with the model's own probabilities at ``1/(m + 1)`` for
+       ``m`` rows of the rarer class) and structured matrix scaling (multiclass) by an inner
        cross-validation on those rows that prefers the simpler map unless a more complex
        one is better beyond one standard error (:func:`select_calibration`).
 
