@@ -178,3 +178,12 @@ def test_a_column_of_another_dtype_is_dropped_with_a_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # columns named by the user: dropped on purpose
         make_tabular_preprocessor(numeric_features=["x1"]).fit(X)
+
+
+def test_missing_values_at_predict_are_of_no_kind():
+    X, y = _frame()
+    X["c"] = np.where(y == 1, "p", "q")
+    pre = make_tabular_preprocessor().fit(X)
+    missing = X.assign(c=np.nan)  # a float column of NaN: imputed, not a new kind
+    # imputed by the most frequent category ("p" and "q" tie: the first, "p")
+    np.testing.assert_array_equal(pre.transform(missing)[:, 2:], [[1.0, 0.0]] * 150)

@@ -55,12 +55,13 @@ def value_kinds(column) -> set[str]:
 
     if hasattr(column, "cat"):
         column = column.cat.categories.to_series()
-    inferred = infer_dtype(column, skipna=True)
-    if inferred == "empty":
+    column = column.dropna()  # a column of missing values only holds no kind (e.g. NaN)
+    if column.empty:
         return set()
+    inferred = infer_dtype(column, skipna=True)
     if inferred in _KINDS:
         return {_KINDS[inferred]}
-    return {_value_kind(v) for v in column.dropna().tolist()}
+    return {_value_kind(v) for v in column.tolist()}
 
 
 def as_frame(X, owner: str = "make_tabular_preprocessor"):
