@@ -393,3 +393,16 @@ def test_a_map_chosen_on_a_rare_class_without_signal_never_collapses_fresh_rows(
             assert np.all(mapped[:, 1] >= unmapped[:, 1] / 6 * (1 - 1e-9))
         chosen.append(classifier.calibration_)
     assert chosen.count("quadratic") >= 2  # the case is still there: the guard bounds it
+
+
+def test_copies_of_too_few_distinct_rows_fall_back_to_the_stratified_folds_with_a_warning():
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 2, size=(200, 1)).astype(float)  # two distinct rows
+    y = (X[:, 0] + (rng.random(200) < 0.3) > 0.5).astype(int)
+    with pytest.warns(UserWarning, match=r"^2 groups of exact duplicate rows \(200 rows\)"):
+        model = CrossFitClassifier(_members(), random_state=0).fit(X, y)
+    reference = StratifiedKFold(
+        5, shuffle=True, random_state=np.random.RandomState(0).randint(2**31 - 1)
+    )
+    for test, (_, expected) in zip(model.folds_, reference.split(X, y), strict=True):
+        np.testing.assert_array_equal(test, expected)

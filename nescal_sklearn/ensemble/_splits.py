@@ -118,14 +118,26 @@ def _check_fold_weights(folds: list[tuple], sample_weight: np.ndarray | None) ->
                 )
 
 
-def _splitter(cv, groups: np.ndarray | None, seed: int | None):
-    """The splitter of ``cv``: an int becomes a shuffled ``StratifiedKFold``, or a
-    ``StratifiedGroupKFold`` when there are groups."""
+def _split(cv, X, y: np.ndarray, groups, seed: int | None) -> list[tuple]:
+    """The folds of ``cv``: an int is a shuffled ``StratifiedKFold``, or a
+    ``StratifiedGroupKFold`` with ``groups``; a splitter gets ``groups`` as they are."""
     if not isinstance(cv, numbers.Integral):
-        return check_cv(cv, classifier=True)
-    if groups is None:
-        return StratifiedKFold(int(cv), shuffle=True, random_state=seed)
-    return StratifiedGroupKFold(int(cv), shuffle=True, random_state=seed)
+        return list(check_cv(cv, classifier=True).split(X, y, groups))
+    kind = StratifiedKFold if groups is None else StratifiedGroupKFold
+    return list(kind(int(cv), shuffle=True, random_state=seed).split(X, y, groups))
+
+
+def _duplicate_folds(cv: int, X, y, classes, duplicates, seed) -> list[tuple] | None:
+    """``cv=int`` folds that keep copies together, or None where they cannot be made
+    (fewer groups of copies than folds) or leave a class out of a training part."""
+    if np.unique(duplicates).size < cv:
+        return None
+    folds = _split(cv, X, y, duplicates, seed)
+    try:
+        _check_fold_classes(folds, y, classes, cv)
+    except ValueError:
+        return None
+    return folds
 
 
 def make_folds(
@@ -135,9 +147,11 @@ def make_folds(
 
     ``cv=int`` gives stratified, shuffled folds seeded from ``rng``: by group when
     ``groups`` are given, and otherwise by exact duplicate rows when ``X`` has any
-    (:func:`duplicate_groups`), so that a row and its copy never fall in different folds.
-    A splitter gets ``groups``; when groups (or duplicates) still end up in several test
-    parts, one warning says how many.
+    (:func:`duplicate_groups`), so that a row and its copy never fall in different folds
+    (unless the copies are too few distinct rows to make ``cv`` folds with every class in
+    each training part: then the plain stratified folds). A splitter gets ``groups``;
+    when groups (or copies) still end up in several test parts, one warning says how
+    many.
 
     Raises
     ------
@@ -146,26 +160,32 @@ def make_folds(
         (:func:`~nescal_sklearn.calibration.check_partition`), when a fold's training part
         holds no row of a class, or a fold's part no positive weight.
     """
-    seed = rng.randint(2**31 - 1) if isinstance(cv, numbers.Integral) else None
-    given = groups is not None
-    if not given:
-        groups = duplicate_groups(X)
-    splitter = _splitter(cv, groups, seed)
-    folds = list(splitter.split(X, y, groups))
+    integral = isinstance(cv, numbers.Integral)
+    seed = rng.randint(2**31 - 1) if integral else None
+    together = groups if groups is not None else duplicate_groups(X)
+    folds = None
+    if integral and groups is None and together is not None:
+        folds = _duplicate_folds(int(cv), X, y, classes, together, seed)
+    if folds is None:
+        folds = _split(cv, X, y, groups, seed)
     check_partition(folds, y.size, cv)
     _check_fold_classes(folds, y, classes, cv)
     _check_fold_weights(folds, sample_weight)
-    if groups is not None:
-        n_split, n_rows = _spanning(groups, folds)
-        if n_split:
-            what = "groups" if given else "groups of exact duplicate rows"
-            warnings.warn(
-                f"{n_split} {what} ({n_rows} rows) have rows in two or more test parts of "
-                f"cv={cv!r}, so their copies train the fold models that predict them out of "
-                "fold: oof_proba_, the member weights, early stopping and the map's choice "
-                "see in-sample predictions. Pass groups (one id per row; equal for rows that "
-                "must stay together) with cv=int, GroupKFold or StratifiedGroupKFold.",
-                UserWarning,
-                stacklevel=3,
-            )
+    if together is not None:
+        _warn_about_spread_groups(cv, folds, together, groups is not None)
     return folds
+
+
+def _warn_about_spread_groups(cv, folds, together: np.ndarray, given: bool) -> None:
+    n_split, n_rows = _spanning(together, folds)
+    if n_split:
+        what = "groups" if given else "groups of exact duplicate rows"
+        warnings.warn(
+            f"{n_split} {what} ({n_rows} rows) have rows in two or more test parts of "
+            f"cv={cv!r}, so their copies train the fold models that predict them out of "
+            "fold: oof_proba_, the member weights, early stopping and the map's choice "
+            "see in-sample predictions. Pass groups (one id per row; equal for rows that "
+            "must stay together) with cv=int, GroupKFold or StratifiedGroupKFold.",
+            UserWarning,
+            stacklevel=4,
+        )
