@@ -9,13 +9,14 @@ few hundred rows.
 from __future__ import annotations
 
 import re
+import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
 import sklearn
-from sklearn.ensemble import RandomForestClassifier
+from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import log_loss
 from sklearn.model_selection import (
@@ -395,14 +396,30 @@ def test_a_map_chosen_on_a_rare_class_without_signal_never_collapses_fresh_rows(
     assert chosen.count("quadratic") >= 2  # the case is still there: the guard bounds it
 
 
-def test_copies_of_too_few_distinct_rows_fall_back_to_the_stratified_folds_with_a_warning():
+def test_copies_of_too_few_distinct_rows_fall_back_to_the_stratified_folds():
     rng = np.random.default_rng(0)
-    X = rng.integers(0, 2, size=(200, 1)).astype(float)  # two distinct rows
+    X = rng.integers(0, 2, size=(200, 1)).astype(float)  # two distinct rows: the data
     y = (X[:, 0] + (rng.random(200) < 0.3) > 0.5).astype(int)
-    with pytest.warns(UserWarning, match=r"^2 groups of exact duplicate rows \(200 rows\)"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         model = CrossFitClassifier(_members(), random_state=0).fit(X, y)
     reference = StratifiedKFold(
         5, shuffle=True, random_state=np.random.RandomState(0).randint(2**31 - 1)
     )
     for test, (_, expected) in zip(model.folds_, reference.split(X, y), strict=True):
         np.testing.assert_array_equal(test, expected)
+
+
+@pytest.mark.parametrize("scale", ["1/n", 1e-3])
+def test_members_get_the_weights_at_mean_one(scale):
+    # N54: gradient boosting's min_hessian_to_split saw weights of 1e-3 (max |dP| 0.05).
+    X, y = _data(300)
+    X_new, _ = _data(1000, seed=1)
+    weights = np.full(300, 1 / 300 if scale == "1/n" else scale)
+    hgb = [("hgb", HistGradientBoostingClassifier(max_iter=30, early_stopping=True))]
+    plain = CrossFitClassifier(hgb, random_state=0).fit(X, y)
+    scaled = CrossFitClassifier(hgb, random_state=0).fit(X, y, sample_weight=weights)
+    assert np.max(np.abs(scaled.predict_proba(X_new) - plain.predict_proba(X_new))) <= 1e-3
+    message = "sample_weight is zero on every row; at least one row needs a positive weight."
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        CrossFitClassifier(hgb).fit(X, y, sample_weight=np.zeros(300))

@@ -45,7 +45,7 @@ from ..calibration import (
 )
 from ..metrics.logits import weighted_nll
 from ._greedy import greedy_ensemble_weights
-from ._members import checked_labels, member_fit_params
+from ._members import checked_labels, member_fit_params, relative_weights
 from ._splits import make_folds
 
 __all__ = ["CrossFitClassifier"]
@@ -255,7 +255,8 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
             Weights of the rows: passed to every member's ``fit`` (a ``Pipeline``
             member's as ``<last step>__sample_weight``; a member that takes none is
             refused) and used by the member weights and the map. Only their ratios
-            matter: all-equal weights give the unweighted model, whatever they sum to.
+            matter: they are rescaled to mean 1 first, so all-equal weights give the
+            unweighted model, whatever they sum to.
         groups : array-like of shape (n_samples,) or None, default=None
             Group of each row, for rows that must stay in one fold (repeated
             measurements, or copies): ``cv=int`` then makes ``StratifiedGroupKFold``
@@ -287,7 +288,7 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
             raise ValueError(
                 f"CrossFitClassifier needs at least 2 classes in y; got {classes.tolist()!r}."
             )
-        sample_weight = validated_sample_weight(sample_weight, y.shape[0])
+        sample_weight = relative_weights(validated_sample_weight(sample_weight, y.shape[0]))
         groups = None if groups is None else column_or_1d(groups, input_name="groups")
         check_consistent_length(y, groups)
         fit_params = self._member_params(names, members, sample_weight, groups)

@@ -10,7 +10,7 @@ import numpy as np
 from sklearn.pipeline import Pipeline
 from sklearn.utils.validation import has_fit_parameter
 
-__all__ = ["checked_labels", "member_fit_params"]
+__all__ = ["checked_labels", "member_fit_params", "relative_weights"]
 
 
 def checked_labels(y):
@@ -37,6 +37,28 @@ def checked_labels(y):
     if kinds <= {"number", "bool"}:
         return np.asarray(values.tolist())
     return y
+
+
+def relative_weights(sample_weight: np.ndarray | None) -> np.ndarray | None:
+    """``sample_weight`` rescaled to mean 1: only the ratios of the weights matter.
+
+    Members get them so (all-equal weights become ones, whatever they sum to: a
+    gradient-boosting member's ``min_hessian_to_split`` and a logistic regression's
+    ``C`` see the scale of the weights); all-ones weights are returned unchanged.
+
+    Raises
+    ------
+    ValueError
+        When every weight is zero.
+    """
+    if sample_weight is None:
+        return None
+    total = float(np.sum(sample_weight))
+    if not total > 0:
+        raise ValueError(
+            "sample_weight is zero on every row; at least one row needs a positive weight."
+        )
+    return sample_weight * (sample_weight.size / total)
 
 
 def _weight_parameter(member) -> str | None:

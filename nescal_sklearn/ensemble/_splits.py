@@ -149,7 +149,8 @@ def make_folds(
     ``groups`` are given, and otherwise by exact duplicate rows when ``X`` has any
     (:func:`duplicate_groups`), so that a row and its copy never fall in different folds
     (unless the copies are too few distinct rows to make ``cv`` folds with every class in
-    each training part: then the plain stratified folds). A splitter gets ``groups``;
+    each training part: then the plain stratified folds, as copies are then what the data
+    is made of). A splitter gets ``groups``;
     when groups (or copies) still end up in several test parts, one warning says how
     many.
 
@@ -166,12 +167,13 @@ def make_folds(
     folds = None
     if integral and groups is None and together is not None:
         folds = _duplicate_folds(int(cv), X, y, classes, together, seed)
+    fallback = folds is None and integral and groups is None
     if folds is None:
         folds = _split(cv, X, y, groups, seed)
     check_partition(folds, y.size, cv)
     _check_fold_classes(folds, y, classes, cv)
     _check_fold_weights(folds, sample_weight)
-    if together is not None:
+    if together is not None and not fallback:
         _warn_about_spread_groups(cv, folds, together, groups is not None)
     return folds
 
