@@ -184,9 +184,10 @@ def test_a_pipeline_member_gets_the_weights_of_its_training_rows():
     weights = np.where(y == 1, 20.0, 1.0)
     model = CrossFitClassifier([("lr", _lr())], cv=3, calibration="identity", random_state=0)
     model.fit(X, y, sample_weight=weights)
+    relative = weights * (200 / weights.sum())  # members get them at mean 1
     for (fitted,), test in zip(model.estimators_, model.folds_, strict=True):
         train = np.setdiff1d(np.arange(200), test)
-        by_hand = _lr().fit(X[train], y[train], logisticregression__sample_weight=weights[train])
+        by_hand = _lr().fit(X[train], y[train], logisticregression__sample_weight=relative[train])
         np.testing.assert_allclose(fitted[-1].coef_, by_hand[-1].coef_, rtol=1e-10)
         np.testing.assert_allclose(fitted[-1].intercept_, by_hand[-1].intercept_, rtol=1e-10)
     unweighted = CrossFitClassifier([("lr", _lr())], cv=3, calibration="identity", random_state=0)
@@ -221,7 +222,8 @@ def test_metadata_routing_sends_the_weights_a_member_requested():
         model.fit(X, y, sample_weight=weights)
     (first, second), test = model.estimators_[0], model.folds_[0]
     train = np.setdiff1d(np.arange(200), test)
-    weighted = LogisticRegression().fit(X[train], y[train], sample_weight=weights[train])
+    relative = weights * (200 / weights.sum())  # members get them at mean 1
+    weighted = LogisticRegression().fit(X[train], y[train], sample_weight=relative[train])
     np.testing.assert_allclose(first.coef_, weighted.coef_, rtol=1e-10)
     np.testing.assert_allclose(second.coef_, LogisticRegression().fit(X[train], y[train]).coef_)
 
