@@ -388,11 +388,25 @@ _SEPARABLE_FOLDS = (
 )
 
 
+_KISH_ROWS = (
+    "the check calibrates on a few rows, where the map has more parameters (bins) than "
+    "rows and is mixed with the model at 1/(n + 1); n counts Kish's effective rows "
+    "(sum w)**2 / sum w**2, not repetitions, so that all-equal weights of any scale give "
+    "the unweighted map; the map itself is that of the repeated rows, see "
+    "test_calibration_weights.py"
+)
+
+
 def _expected_failed_checks(estimator):
     if isinstance(estimator, CalibratedMatrixScaling):
         return {
             "check_sample_weight_equivalence_on_dense_data": _SEPARABLE_FOLDS,
             "check_sample_weight_equivalence_on_sparse_data": _SEPARABLE_FOLDS,
+        }
+    if isinstance(estimator, CalibratedHistogramBinning):
+        return {
+            "check_sample_weight_equivalence_on_dense_data": _KISH_ROWS,
+            "check_sample_weight_equivalence_on_sparse_data": _KISH_ROWS,
         }
     return {}
 

@@ -314,6 +314,8 @@ def test_proba_only_estimator_is_calibrated_on_log_probabilities():
 
 
 def test_integer_sample_weight_equals_repetition():
+    # The temperature is that of the repeated rows; the mixture counts Kish's effective
+    # rows (sum w)**2 / sum w**2, not the repetitions.
     lr, X_cal, y_cal = fitted_and_calibration_split()
     weights = np.arange(X_cal.shape[0]) % 3
     for guard in (None, "mixture"):
@@ -324,7 +326,23 @@ def test_integer_sample_weight_equals_repetition():
             np.repeat(X_cal, weights, axis=0), np.repeat(y_cal, weights)
         )
         assert weighted.temperature_ == pytest.approx(repeated.temperature_, rel=1e-6)
-        assert weighted.mixture_weight_ == pytest.approx(repeated.mixture_weight_)
+    n_eff = weights.sum() ** 2 / np.sum(weights**2)
+    assert weighted.mixture_weight_ == pytest.approx(1.0 / (n_eff + 1.0), rel=1e-12)
+    assert repeated.mixture_weight_ == pytest.approx(1.0 / (weights.sum() + 1.0), rel=1e-12)
+
+
+@pytest.mark.parametrize("guard", ["shrinkage", "mixture", None])
+@pytest.mark.parametrize("scale", ["1/n", 1e-3, 7.0])
+def test_all_equal_weights_of_any_scale_are_the_unweighted_temperature(guard, scale):
+    # N123: weights 1/n used to count as one row, mixing with the uniform at 0.5.
+    lr, X_cal, y_cal = fitted_and_calibration_split()
+    weights = np.full(y_cal.size, 1.0 / y_cal.size if scale == "1/n" else scale)
+    plain = CalibratedTemperature(FrozenEstimator(lr), guard=guard).fit(X_cal, y_cal)
+    weighted = CalibratedTemperature(FrozenEstimator(lr), guard=guard)
+    weighted.fit(X_cal, y_cal, sample_weight=weights)
+    assert weighted.mixture_weight_ == plain.mixture_weight_
+    assert weighted.temperature_ == pytest.approx(plain.temperature_, rel=1e-6)
+    assert np.max(np.abs(weighted.predict_proba(X_cal) - plain.predict_proba(X_cal))) <= 1e-6
 
 
 def test_sample_weight_reaches_the_estimator():

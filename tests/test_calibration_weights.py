@@ -1,7 +1,10 @@
 """Sample weights through every post-hoc calibrator, with and without metadata routing.
 
-Weights count as repetitions: integer weights must fit the map of the repeated rows, zero
-weights that of the data without those rows, all-ones weights the unweighted map. They
+Only the ratios of the weights matter: all-equal weights of any scale must fit the
+unweighted map, zero weights that of the data without those rows, and integer weights the
+map of the repeated rows wherever the map does not count its rows; where it does (the
+guards of temperature scaling, structured matrix scaling), it counts Kish's effective
+number of rows ``(sum w)**2 / sum w**2``, never the sum of the weights. They
 reach the wrapped estimator's ``fit`` (routing disabled: when it accepts them; enabled:
 as it requested), and through ``Pipeline`` and ``GridSearchCV`` when routing is enabled.
 """
@@ -43,6 +46,7 @@ from nescal_sklearn.calibration import (
     CalibratedVectorScaling,
 )
 from nescal_sklearn.calibration import _temperature as temperature_module
+from nescal_sklearn.calibration._maps import ModelMixture
 from nescal_sklearn.calibration._temperature import bootstrap_resample
 
 # Floats from BLAS, solvers and stored records: CI runs these again under a second
@@ -64,6 +68,16 @@ CASES = [(cls, {}) for cls in CALIBRATORS] + [
     (CalibratedTemperature, {"guard": "mixture"}),
 ]
 CASE_IDS = [cls.__name__ + "".join(f"-{k}={v}" for k, v in kw.items()) for cls, kw in CASES]
+#: The maps that count their calibration rows (the mixture weight 1/(n + 1), SMS's
+#: penalty strengths, the bootstrap of the shrinkage guard): Kish's n, not repetitions.
+COUNTING = [
+    (CalibratedTemperature, {}),
+    (CalibratedTemperature, {"guard": "mixture"}),
+    (CalibratedStructuredMatrixScaling, {}),
+]
+SCALE_FREE = [case for case in CASES if case not in COUNTING]
+SCALE_FREE_IDS = [CASE_IDS[CASES.index(case)] for case in SCALE_FREE]
+COUNTING_IDS = [CASE_IDS[CASES.index(case)] for case in COUNTING]
 CALIBRATOR_IDS = [cls.__name__ for cls in CALIBRATORS]
 
 
@@ -184,6 +198,35 @@ def test_all_ones_weights_give_exactly_the_unweighted_fit_when_refitting(cls, cv
 
 
 @pytest.mark.parametrize(("cls", "kwargs"), CASES, ids=CASE_IDS)
+@pytest.mark.parametrize("scale", ["1/n", 1e-3, 7.0])
+def test_all_equal_weights_of_any_scale_give_the_unweighted_fit(cls, kwargs, scale):
+    # N54, N123: weights 1/n used to count as one row (ts-mix at 0.5).
+    model, X_cal, y_cal, X_new = _frozen_case()
+    weights = np.full(y_cal.size, 1.0 / y_cal.size if scale == "1/n" else scale)
+    plain = cls(FrozenEstimator(model), **kwargs).fit(X_cal, y_cal)
+    scaled = cls(FrozenEstimator(model), **kwargs).fit(X_cal, y_cal, sample_weight=weights)
+    _assert_same_map(scaled, plain, X_cal, y_cal, None, X_new)
+    assert np.max(np.abs(scaled.predict_proba(X_new) - plain.predict_proba(X_new))) <= 1e-3
+
+
+@pytest.mark.parametrize(("cls", "kwargs"), COUNTING, ids=COUNTING_IDS)
+def test_maps_that_count_rows_count_kishs_effective_rows(cls, kwargs):
+    model, X_cal, y_cal, X_new = _frozen_case()
+    weights = np.where(np.arange(y_cal.size) % 2 == 0, 1.0, 3.0)  # n_eff = 0.8 n
+    weighted = cls(FrozenEstimator(model), **kwargs).fit(X_cal, y_cal, sample_weight=weights)
+    n_eff = weights.sum() ** 2 / np.sum(weights**2)
+    assert n_eff == pytest.approx(0.8 * y_cal.size)
+    calibrator = weighted.calibrated_classifiers_[0].calibrator
+    if kwargs.get("guard") == "mixture" or cls is CalibratedStructuredMatrixScaling:
+        assert calibrator.mixture_weight_ == pytest.approx(1.0 / (n_eff + 1.0), rel=1e-12)
+    # Scaling the weights changes nothing.
+    scaled = cls(FrozenEstimator(model), **kwargs).fit(
+        X_cal, y_cal, sample_weight=weights / weights.sum()
+    )
+    _assert_same_map(scaled, weighted, X_cal, y_cal, weights, X_new)
+
+
+@pytest.mark.parametrize(("cls", "kwargs"), SCALE_FREE, ids=SCALE_FREE_IDS)
 def test_integer_weights_fit_the_map_of_the_repeated_rows(cls, kwargs):
     model, X_cal, y_cal, X_new = _frozen_case()
     weights = np.arange(y_cal.size) % 4  # 0 to 3, zeros included
@@ -218,15 +261,31 @@ def test_zero_weights_equal_removing_the_rows(cls, kwargs):
 )
 def test_repetition_property_on_random_integer_weights(weights):
     # Rows i have class i % 3, so the filter keeps every class among the weighted rows.
+    # The maps themselves are those of the repeated rows; the rule for maps with more
+    # parameters than rows counts Kish's effective rows, not the repetitions.
     model, X_cal, y_cal, X_new = _repetition_property_data()
     for cls, kwargs in [(CalibratedHistogramBinning, {"n_bins": 5}), (CalibratedIsotonic, {})]:
         weighted = cls(FrozenEstimator(model), **kwargs).fit(X_cal, y_cal, sample_weight=weights)
         repeated = cls(FrozenEstimator(model), **kwargs).fit(
             np.repeat(X_cal, weights, axis=0), np.repeat(y_cal, weights)
         )
+        (pair,) = weighted.calibrated_classifiers_
+        (reference,) = repeated.calibrated_classifiers_
+        logits = pair.logits(X_new)
         np.testing.assert_allclose(
-            weighted.predict_proba(X_new), repeated.predict_proba(X_new), rtol=1e-12, atol=1e-12
+            _unmixed(pair.calibrator).predict_proba(logits),
+            _unmixed(reference.calibrator).predict_proba(logits),
+            rtol=1e-12,
+            atol=1e-12,
         )
+        if isinstance(pair.calibrator, ModelMixture):
+            n_eff = weights.sum() ** 2 / np.sum(weights.astype(float) ** 2)
+            assert pair.calibrator.n_rows_ == pytest.approx(n_eff, rel=1e-12)
+
+
+def _unmixed(calibrator):
+    """The map inside a :class:`ModelMixture` (the map itself otherwise)."""
+    return calibrator.map_ if isinstance(calibrator, ModelMixture) else calibrator
 
 
 @cache
@@ -354,21 +413,27 @@ def _logits_and_labels():
     return model.decision_function(X_cal), y_cal
 
 
-def test_bootstrap_of_integer_weights_draws_the_resamples_of_the_repeated_rows():
+@pytest.mark.parametrize("scale", [1.0, "1/n", 1e-3, 7.0])
+def test_bootstrap_of_all_equal_weights_is_the_unweighted_resample(scale):
     logits, y = _logits_and_labels()
-    weights = np.arange(y.size) % 4
+    weights = np.full(y.size, 1.0 / y.size if scale == "1/n" else scale)
     for seed in range(3):
         weighted = bootstrap_resample(logits, y, weights, np.random.default_rng(seed))
-        repeated = bootstrap_resample(
-            np.repeat(logits, weights, axis=0),
-            np.repeat(y, weights),
-            None,
-            np.random.default_rng(seed),
-        )
-        assert weighted[2] is None and repeated[2] is None
+        plain = bootstrap_resample(logits, y, None, np.random.default_rng(seed))
+        assert weighted[2] is None
         # pure indexing: the same draws pick the same rows
-        np.testing.assert_array_equal(weighted[0], repeated[0])
-        np.testing.assert_array_equal(weighted[1], repeated[1])
+        np.testing.assert_array_equal(weighted[0], plain[0])
+        np.testing.assert_array_equal(weighted[1], plain[1])
+
+
+def test_bootstrap_of_zero_weights_is_the_resample_without_those_rows():
+    logits, y = _logits_and_labels()
+    keep = np.arange(y.size) % 3 != 0
+    for seed in range(3):
+        weighted = bootstrap_resample(logits, y, 2.5 * keep, np.random.default_rng(seed))
+        removed = bootstrap_resample(logits[keep], y[keep], None, np.random.default_rng(seed))
+        np.testing.assert_array_equal(weighted[0], removed[0])
+        np.testing.assert_array_equal(weighted[1], removed[1])
 
 
 def test_bootstrap_of_unweighted_rows_is_numpys_uniform_resample():
@@ -384,36 +449,36 @@ def test_bootstrap_of_unweighted_rows_is_numpys_uniform_resample():
 def test_bootstrap_of_real_weights_draws_rows_in_proportion_to_weight():
     logits = np.arange(8.0).reshape(4, 2)
     y = np.array([0, 1, 0, 1])
-    weights = np.array([0.5, 1.5, 0.0, 2.0])  # 4 draws per resample
+    weights = np.array([0.5, 1.5, 0.0, 2.0])  # Kish: 16 / 6.5 = 2.46 rows, 2 draws
     rng = np.random.default_rng(0)
     totals = np.zeros(4)
     n_resamples = 2000
     for _ in range(n_resamples):
         drawn_logits, drawn_y, counts = bootstrap_resample(logits, y, weights, rng)
-        assert counts.sum() == 4.0
+        assert counts.sum() == 2.0
         rows = drawn_logits[:, 0].astype(int) // 2
         np.testing.assert_array_equal(drawn_y, y[rows])
         totals[rows] += counts
-    # Expected counts 4 * w / sum(w) = w; binomial standard error of the mean below 0.016.
-    np.testing.assert_allclose(totals / n_resamples, weights, atol=0.08)
+    # Expected counts 2 * w / sum(w) = w / 2; binomial standard error of the mean < 0.012.
+    np.testing.assert_allclose(totals / n_resamples, weights / 2, atol=0.06)
 
 
 def test_bootstrap_above_the_explicit_draw_limit_has_the_same_spread(monkeypatch):
     model, X_cal, y_cal, _ = _frozen_case()
-    weights = np.full(y_cal.size, 3.0)
+    keep = np.arange(y_cal.size) % 3 != 0
+    weights = 3.0 * keep  # rescaled to Kish's n: ones and zeros, drawn row by row
     explicit = CalibratedTemperature(FrozenEstimator(model), random_state=0)
     explicit.fit(X_cal, y_cal, sample_weight=weights)
     monkeypatch.setattr(temperature_module, "MAX_EXPLICIT_DRAWS", 0)
     counted = CalibratedTemperature(FrozenEstimator(model), random_state=0)
     counted.fit(X_cal, y_cal, sample_weight=weights)
-    unweighted = CalibratedTemperature(FrozenEstimator(model), random_state=0).fit(X_cal, y_cal)
+    removed = CalibratedTemperature(FrozenEstimator(model), random_state=0)
+    removed.fit(X_cal[keep], y_cal[keep])
     spread = [c.calibrated_classifiers_[0].calibrator.standard_error_ for c in (explicit, counted)]
-    # Multinomial counts, other draws: the same spread up to bootstrap noise (~10 %) ...
+    # Row by row, the resamples of the rows without the zero weights: the same spread ...
+    assert spread[0] == removed.calibrated_classifiers_[0].calibrator.standard_error_
+    # ... and multinomial counts, other draws, the same up to bootstrap noise (~10 %).
     assert spread[1] == pytest.approx(spread[0], rel=0.3)
-    # ... and both sqrt(3) times smaller than that of the rows once (3 times the rows).
-    plain = unweighted.calibrated_classifiers_[0].calibrator.standard_error_
-    assert spread[0] == pytest.approx(plain / np.sqrt(3), rel=0.3)
-    assert spread[1] == pytest.approx(plain / np.sqrt(3), rel=0.3)
 
 
 # -- the wrapped estimator's weights, routing disabled ------------------------------------
@@ -445,13 +510,15 @@ def test_weights_reach_the_estimator_and_the_map_without_routing(cls, cv):
 def test_estimator_without_sample_weight_warns_and_the_map_still_uses_them(cls):
     X, y = make_data()
     weights = np.where(y == 0, 3.0, 1.0)
-    calibrated = cls(make_pipeline(StandardScaler(), LogisticRegression()), random_state=0)
+    # Unguarded: the shrinkage guard returns both temperatures to 1 on these 60 rows.
+    kwargs = {"random_state": 0, **_unguarded(cls)}
+    calibrated = cls(make_pipeline(StandardScaler(), LogisticRegression()), **kwargs)
     message = (
         "Pipeline.fit does not accept sample_weight; the weights are used for the calibration only."
     )
     with pytest.warns(UserWarning, match=re.escape(message)):
         calibrated.fit(X, y, sample_weight=weights)
-    plain = cls(make_pipeline(StandardScaler(), LogisticRegression()), random_state=0).fit(X, y)
+    plain = cls(make_pipeline(StandardScaler(), LogisticRegression()), **kwargs).fit(X, y)
     # Same split, same estimator: only the map differs.
     # exact: the same estimator fitted on the same rows (its weights were dropped)
     np.testing.assert_array_equal(

@@ -221,6 +221,29 @@ def test_quadratic_scaling_is_the_logistic_regression_on_one_z_and_z_squared():
         model.fit(np.zeros((4, 3)), np.array([0, 1, 2, 0]))
 
 
+def test_quadratic_scaling_is_mixed_with_the_model_at_one_over_the_rarer_class_rows():
+    # N22: a bump fitted around the 5 positives sent fresh rows to P = 1e-15.
+    rng = np.random.default_rng(0)
+    z = rng.normal(scale=2, size=300)
+    y = (rng.random(300) < 1 / (1 + np.exp(-(z - 3)))).astype(int)
+    logits = np.column_stack([np.zeros(300), z])
+    plain = CalibratedQuadraticScaling(guard=None)._make_calibrator().fit(logits, y)
+    guarded = CalibratedQuadraticScaling()._make_calibrator().fit(logits, y)
+    m = min(np.bincount(y))
+    assert guarded.model_weight_ == 1.0 / (m + 1.0) and plain.model_weight_ == 0.0
+    fresh = np.column_stack([np.zeros(50), np.linspace(-30, 30, 50)])
+    model = softmax(fresh, axis=1)
+    expected = (1 - guarded.model_weight_) * plain.predict_proba(fresh) + model / (m + 1.0)
+    np.testing.assert_allclose(guarded.predict_proba(fresh), expected, rtol=1e-12)
+    assert np.all(guarded.predict_proba(fresh) >= model / (m + 1.0) * (1 - 1e-12))
+    # Weighted: m is the rarer class's effective number of rows, whatever the scale.
+    weights = np.where(np.arange(300) % 2 == 0, 1.0, 3.0) * 1e-3
+    weighted = CalibratedQuadraticScaling()._make_calibrator().fit(logits, y, weights)
+    rare = y == np.argmin(np.bincount(y))
+    n_eff = weights[rare].sum() ** 2 / np.sum(weights[rare] ** 2)
+    assert weighted.model_weight_ == pytest.approx(1.0 / (n_eff + 1.0), rel=1e-12)
+
+
 # -- the calibrators' cv mode -------------------------------------------------------------
 
 

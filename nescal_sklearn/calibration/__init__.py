@@ -3,6 +3,7 @@ the calibration maps a cross-fitted ensemble chooses from, and the fold layer th
 
 from ._ensemble_temperature import CalibratedEnsembleTemperature
 from ._folds import (
+    check_partition,
     cross_fit,
     estimator_logits,
     fit_on_fold,
@@ -30,6 +31,7 @@ __all__ = [
     "CalibratedQuadraticScaling",
     "CALIBRATIONS",
     "calibrate_probabilities",
+    "check_partition",
     "cross_fit",
     "estimator_logits",
     "fit_calibration",

@@ -57,6 +57,7 @@ from sklearn.utils.validation import (
 
 from ._folds import (
     check_fold_classes,
+    check_partition,
     cross_fit,
     estimator_logits,
     inner_split,
@@ -216,8 +217,8 @@ class PostHocCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
       Temperature-type maps follow the rule too, so the predicted class can then change
       (between a present and an absent class) and ``predict`` follows ``predict_proba``.
     * **A map with more parameters than calibration rows is mixed with the model.**
-      When the map learned more parameters than there are calibration rows ``n`` (the sum
-      of their weights when weighted: weights count as repetitions), its probabilities
+      When the map learned more parameters than there are calibration rows ``n`` (Kish's
+      effective number ``(sum w)**2 / sum w**2`` when weighted), its probabilities
       are ``(1 - w) map + w p`` with the model's ``p`` and ``w = 1 / (n + 1)``, as the
       ts-mix of :class:`CalibratedTemperature`'s ``guard="mixture"`` mixes with the
       uniform distribution: ``n`` rows cannot tell a probability below about
@@ -303,9 +304,10 @@ class PostHocCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             Target labels.
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative sample weights; ``None`` weighs every sample equally. The
-            calibration map always uses them (those of its calibration rows), as
-            repetitions: integer weights fit the map of the data with each row repeated
-            that many times, zero weights that of the data without those rows. The
+            calibration map always uses them (those of its calibration rows), and only
+            their ratios matter: all-equal weights of any scale fit the unweighted map,
+            zero weights that of the data without those rows, and where a map counts
+            its rows it counts Kish's effective number ``(sum w)**2 / sum w**2``. The
             estimator gets those of its training rows (not with a frozen estimator):
             with metadata routing disabled (scikit-learn's default) whenever its ``fit``
             accepts ``sample_weight`` (otherwise ``fit`` warns), with routing enabled
@@ -459,6 +461,7 @@ class PostHocCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             ]
         cv = check_cv(self.cv, y_encoded, classifier=True)
         folds = list(cv.split(X, y_encoded, **split_params))
+        check_partition(folds, y_encoded.size, self.cv)
         fitted = cross_fit(
             [estimator], X, y, folds, fit_params=[estimator_params], n_jobs=self.n_jobs
         )

@@ -22,12 +22,18 @@ from joblib import Parallel, delayed
 from sklearn.base import clone
 from sklearn.model_selection import StratifiedKFold
 from sklearn.utils import _safe_indexing
-from sklearn.utils.validation import _check_method_params, check_array, column_or_1d
+from sklearn.utils.validation import (
+    _check_method_params,
+    _num_samples,
+    check_array,
+    column_or_1d,
+)
 
 from ._maps import PROBA_FLOOR
 
 __all__ = [
     "check_fold_classes",
+    "check_partition",
     "cross_fit",
     "estimator_logits",
     "fit_on_fold",
@@ -292,6 +298,58 @@ def check_fold_classes(model, classes: np.ndarray, fold: int | None) -> None:
         )
 
 
+def check_partition(folds: Sequence[tuple], n_samples: int, cv=None) -> None:
+    """Raise a ``ValueError`` unless the test parts of ``folds`` hold every row exactly once.
+
+    Cross-fitting gives each row one out-of-fold prediction, from the fold model that
+    held it out; a row in no test part would have none, a row in several would have
+    several. ``ShuffleSplit``, ``RepeatedStratifiedKFold`` and a ``PredefinedSplit``
+    with unassigned rows are not partitions.
+
+    Parameters
+    ----------
+    folds : sequence of (train, test) index arrays
+    n_samples : int
+        Number of rows.
+    cv : object, default=None
+        The splitter that made ``folds``, named in the message.
+
+    Raises
+    ------
+    ValueError
+        Naming ``cv`` and how many rows are in no test part, in several, or outside
+        the data, or a fold that trains on rows it holds out.
+    """
+    tests = [np.asarray(test, dtype=np.intp).reshape(-1) for _, test in folds]
+    every = np.concatenate(tests) if tests else np.empty(0, dtype=np.intp)
+    outside = every[(every < 0) | (every >= n_samples)]
+    counts = np.bincount(every[(every >= 0) & (every < n_samples)], minlength=n_samples)
+    problems = []
+    if outside.size:
+        problems.append(
+            f"name {np.unique(outside).size} rows that X does not have "
+            f"(e.g. {int(outside[0])}; X has {n_samples} rows)"
+        )
+    if np.any(counts == 0):
+        problems.append(f"leave {int(np.sum(counts == 0))} of the {n_samples} rows in no test part")
+    if np.any(counts > 1):
+        problems.append(f"put {int(np.sum(counts > 1))} rows in two or more")
+    for f, ((train, _), test) in enumerate(zip(folds, tests, strict=True)):
+        both = np.intersect1d(np.asarray(train, dtype=np.intp), test).size
+        if both:
+            problems.append(f"fold {f} trains on {both} of the rows it holds out")
+            break
+    if problems:
+        named = "cv" if cv is None else f"cv={cv!r}"
+        raise ValueError(
+            f"{named} does not split the rows into a partition: its {len(folds)} test parts "
+            f"{' and '.join(problems)}. Cross-fitting needs every row in exactly one test "
+            "part, which holds it out of one fold model and gives it one out-of-fold "
+            "prediction: use KFold, StratifiedKFold, GroupKFold or StratifiedGroupKFold, "
+            "or an int."
+        )
+
+
 def inner_split(y: np.ndarray, random_state, n_splits: int = 5) -> list[tuple]:
     """A stratified, shuffled split of rows into ``n_splits`` parts, for maps fitted on all
     parts but one (fewer parts when a class has fewer rows; none for a single row).
@@ -330,7 +388,8 @@ def out_of_fold_logits(
         ``fitted[f][m]``, as :func:`cross_fit` returns.
     X : array-like of shape (n_samples, n_features)
     folds : sequence of (train, test) index arrays
-        Their test parts must partition the rows: every row in exactly one.
+        Their test parts must partition the rows: every row in exactly one
+        (:func:`check_partition`).
     classes : ndarray of shape (n_classes,)
         The classes every fold model must have learned.
 
@@ -339,9 +398,15 @@ def out_of_fold_logits(
     list of ndarray of shape (n_samples, n_classes)
         One per member: row ``i`` holds the logits of the fold model that held row ``i``
         out.
+
+    Raises
+    ------
+    ValueError
+        When the test parts of ``folds`` are not a partition of the rows.
     """
     n_members = len(fitted[0])
-    n_samples = sum(len(test) for _, test in folds)
+    n_samples = _num_samples(X)
+    check_partition(folds, n_samples)
     out = [np.empty((n_samples, classes.size)) for _ in range(n_members)]
     for f, (_, test) in enumerate(folds):
         for m, model in enumerate(fitted[f]):

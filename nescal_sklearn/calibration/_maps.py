@@ -9,7 +9,9 @@ calibrator:
   map calibrates the distribution over the present classes only
   (:class:`PresentClassesMap`);
 * a map fitted on fewer calibration rows ``n`` than it has parameters is mixed with the
-  model's own probabilities at weight ``1 / (n + 1)`` (:class:`ModelMixture`);
+  model's own probabilities at weight ``1 / (n + 1)`` (:class:`ModelMixture`); with
+  weights, ``n`` is Kish's effective number of rows (:func:`effective_rows`), never the
+  sum of the weights, so the scale of the weights does not matter;
 * no calibrated probability is below :data:`MIN_PROBABILITY` (:func:`floor_probabilities`),
   so none is exactly 0 or exactly 1.
 
@@ -69,9 +71,27 @@ class _LogitMap(_CalibrationMap):
         return softmax(self.transform(logits), axis=1)
 
 
+def effective_rows(n_rows: int, sample_weight: np.ndarray | None) -> float:
+    """``n``, the number of calibration rows the maps count: ``n_rows`` without weights,
+    Kish's effective number of rows ``(sum w)**2 / sum w**2`` with them.
+
+    It depends on the ratios of the weights only: all-equal weights count ``n_rows``
+    (exactly, whatever they sum to), rows of zero weight count as absent, and uneven
+    weights count fewer rows than there are. Computed on the weights over their largest,
+    so tiny weights do not underflow; 0 when no weight is positive.
+    """
+    if sample_weight is None:
+        return float(n_rows)
+    largest = float(np.max(sample_weight)) if sample_weight.size else 0.0
+    if not largest > 0:
+        return 0.0
+    relative = sample_weight / largest
+    return float(np.sum(relative) ** 2 / np.sum(relative**2))
+
+
 def calibration_rows(y: np.ndarray, sample_weight: np.ndarray | None) -> float:
-    """``n``: the calibration rows, or the sum of their weights (weights count as repetitions)."""
-    return float(y.size) if sample_weight is None else float(np.sum(sample_weight))
+    """``n``: the calibration rows, or their effective number (:func:`effective_rows`)."""
+    return effective_rows(y.size, sample_weight)
 
 
 def floor_probabilities(proba: np.ndarray) -> np.ndarray:
@@ -126,7 +146,8 @@ class ModelMixture(_Wrapper):
     fitted_map : _CalibrationMap
         The map fitted on ``n_rows`` calibration rows.
     n_rows : float
-        The calibration rows ``n`` (the sum of their weights, when weighted).
+        The calibration rows ``n`` (their effective number, when weighted:
+        :func:`effective_rows`).
     n_parameters : int
         The parameters the map learned from them, more than ``n_rows``.
     """

@@ -43,7 +43,9 @@ CALIBRATIONS: dict[str, tuple[Callable[[], _CalibrationMap], str]] = {
     # ts-mix: temperature scaling mixed with the uniform distribution at 1/(n + 1), so
     # that a near-separable calibration set cannot make one test error cost everything.
     "temperature": (partial(_TemperatureMap, "mixture"), "any"),
-    "quadratic": (_QuadraticScalingMap, "binary"),
+    # Mixed with the model at 1/(m + 1) for m rows of the rarer class, so that a bump
+    # fitted around a few rows of a rare class cannot collapse fresh rows' probabilities.
+    "quadratic": (partial(_QuadraticScalingMap, "mixture"), "binary"),
     "sms": (_StructuredMatrixScalingMap, "multiclass"),
 }
 

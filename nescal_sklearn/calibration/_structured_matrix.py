@@ -8,7 +8,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval
 
 from ._base import LogitOutputMixin, PostHocCalibrator
-from ._maps import _LogitMap
+from ._maps import _LogitMap, effective_rows
 from ._objective import minimize_from_identity, nll_and_logit_gradient
 from ._temperature import fit_temperature, mix_with_uniform, uniform_mixture_weight
 
@@ -35,12 +35,6 @@ def structured_penalty_strengths(
     per_class = float(n_classes) ** rho * scale
     per_pair = float(n_classes * (n_classes - 1)) ** rho * scale
     return lambda_intercept * per_class, lambda_diagonal * per_class, lambda_off_diagonal * per_pair
-
-
-def _effective_rows(n_rows: int, sample_weight: np.ndarray | None) -> float:
-    """``n`` of the penalty strengths and the mixture: rows, or the sum of the weights
-    (integer weights count as repetitions, as in :class:`CalibratedTemperature`)."""
-    return float(n_rows) if sample_weight is None else float(np.sum(sample_weight))
 
 
 class _StructuredMatrixScalingMap(_LogitMap):
@@ -74,7 +68,7 @@ class _StructuredMatrixScalingMap(_LogitMap):
         """Penalised NLL of ``params = [vec(I + D), b]`` and its gradient, on ``z'``."""
         n_classes = scaled.shape[1]
         lam_b, lam_d, lam_o = structured_penalty_strengths(
-            _effective_rows(scaled.shape[0], sample_weight),
+            effective_rows(scaled.shape[0], sample_weight),
             n_classes,
             lambda_intercept=self.lambda_intercept,
             lambda_diagonal=self.lambda_diagonal,
@@ -102,7 +96,7 @@ class _StructuredMatrixScalingMap(_LogitMap):
     def fit(self, logits, y, sample_weight=None):
         n_classes = logits.shape[1]
         self.temperature_ = fit_temperature(logits, y, sample_weight)
-        self.mixture_weight_ = uniform_mixture_weight(_effective_rows(len(y), sample_weight))
+        self.mixture_weight_ = uniform_mixture_weight(effective_rows(len(y), sample_weight))
         scaled = self._scaled(logits)
         identity = np.concatenate([np.eye(n_classes).ravel(), np.zeros(n_classes)])
         params = minimize_from_identity(
@@ -226,9 +220,10 @@ class CalibratedStructuredMatrixScaling(LogitOutputMixin, PostHocCalibrator):
     ``lambda_d = lambda_diagonal * k**rho / n**tau`` and
     ``lambda_o = lambda_off_diagonal * (k (k - 1))**rho / n**tau``. With
     ``sample_weight`` the mean NLL is weighted (weights normalised to sum to one) and
-    ``n`` in the penalty strengths and in ``w = 1 / (n + 1)`` is the sum of the weights,
-    so integer weights act as repeated rows, zero weights as removed ones, and the scale
-    of the weights matters (see :meth:`fit`). Prediction applies the same transform, with
+    ``n`` in the penalty strengths and in ``w = 1 / (n + 1)`` is Kish's effective number
+    of rows ``(sum w)**2 / sum w**2``, so only the ratios of the weights matter:
+    all-equal weights of any scale give the unweighted map, zero weights act as removed
+    rows (see :meth:`fit`). Prediction applies the same transform, with
     ``T``, ``w``, ``D`` and ``b`` fixed, to new logits.
 
     The defaults (all ``lambda_*`` 1, ``rho = tau = 1``) are those of the authors'

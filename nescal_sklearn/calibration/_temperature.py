@@ -12,7 +12,7 @@ from sklearn.utils._param_validation import StrOptions
 
 from ..metrics.logits import LOG_TEMPERATURE_BOUNDS, optimal_log_temperature
 from ._base import ArgmaxPreservingMixin, LogitOutputMixin, PostHocCalibrator
-from ._maps import _LogitMap
+from ._maps import _LogitMap, effective_rows
 
 __all__ = [
     "CalibratedTemperature",
@@ -153,16 +153,18 @@ def bootstrap_resample(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """One bootstrap resample of the calibration rows: ``(logits, y, counts)``.
 
-    Weights count as repetitions: the resample draws as many rows as the weights sum
-    to (rounded, at least 1), each row with probability proportional to its weight, as
-    a resample of the data with every row repeated ``weight`` times would.
+    With weights, the resample draws as many rows as the calibration rows count
+    (Kish's effective number ``n_eff = (sum w)**2 / sum w**2``, rounded, at least 1),
+    each row with probability proportional to its weight: the weights rescaled to sum
+    to ``n_eff`` say how often each row is drawn on average. Only the ratios of the
+    weights matter.
 
     * No weights: ``n`` rows drawn uniformly (``rng.integers(0, n, size=n)``); ``counts``
       is None.
-    * Integer weights summing to at most :data:`MAX_EXPLICIT_DRAWS`: the draws are
-      those of the unweighted resample of the repeated rows (``rng.integers(0, N,
-      size=N)`` for ``N`` the sum of the weights), mapped back to the rows they repeat,
-      so the resample is, draw for draw, the one the repeated rows give. All-ones
+    * Weights that, rescaled to sum to ``n_eff``, are integers (all-equal weights of any
+      scale become ones, ones and zeros stay so) summing to at most
+      :data:`MAX_EXPLICIT_DRAWS`: the draws are those of the unweighted resample of the
+      rows repeated that many times, mapped back to the rows they repeat. All-equal
       weights give the unweighted resample, zero weights the resample without those
       rows. ``counts`` is None.
     * Other weights: multinomial counts of the distinct rows (``counts``), with the
@@ -173,12 +175,15 @@ def bootstrap_resample(
         rows = rng.integers(0, n, size=n)
         return logits[rows], y[rows], None
     total = float(np.sum(sample_weight))
-    size = max(1, round(total))
-    if size <= MAX_EXPLICIT_DRAWS and np.array_equal(sample_weight, np.round(sample_weight)):
+    n_effective = effective_rows(n, sample_weight)
+    repeats = sample_weight * (n_effective / total)
+    rounded = np.round(repeats)
+    size = int(rounded.sum())
+    if 1 <= size <= MAX_EXPLICIT_DRAWS and np.allclose(repeats, rounded, rtol=0.0, atol=1e-9):
         draws = rng.integers(0, size, size=size)
-        rows = np.searchsorted(np.cumsum(sample_weight), draws, side="right")
+        rows = np.searchsorted(np.cumsum(rounded), draws, side="right")
         return logits[rows], y[rows], None
-    counts = rng.multinomial(size, sample_weight / total)
+    counts = rng.multinomial(max(1, round(n_effective)), sample_weight / total)
     drawn = counts > 0
     return logits[drawn], y[drawn], counts[drawn].astype(np.float64)
 
@@ -194,9 +199,9 @@ def shrunk_log_temperature(
     """``log T`` soft-thresholded by its bootstrap standard error; returns it and the error.
 
     The calibration rows are resampled with replacement ``n_bootstrap`` times (see
-    :func:`bootstrap_resample`: with ``sample_weight``, as many draws as the weights sum
-    to, each picking a row with probability proportional to its weight, as for the
-    data with every row repeated ``weight`` times), ``log T`` is refitted on each
+    :func:`bootstrap_resample`: with ``sample_weight``, as many draws as the rows' Kish
+    effective number, each picking a row with probability proportional to its weight),
+    ``log T`` is refitted on each
     resample, and the fitted ``log T`` moves towards 0 (``T = 1``, the uncalibrated
     model) by that standard deviation ``s``: ``sign(log T) * max(0, |log T| - s)``.
     Only the part of the temperature that the calibration data support beyond one
@@ -244,8 +249,8 @@ class _TemperatureMap(_LogitMap):
                 )
             temperature = float(np.exp(log_t))
         self.temperature_ = temperature
-        # n counts the calibration rows; weights count as repetitions (sum of weights).
-        n = len(y) if sample_weight is None else float(np.sum(sample_weight))
+        # n counts the calibration rows; with weights, their effective number (Kish).
+        n = effective_rows(len(y), sample_weight)
         self.mixture_weight_ = uniform_mixture_weight(n) if self.guard == "mixture" else 0.0
         return self
 
@@ -316,7 +321,8 @@ class CalibratedTemperature(ArgmaxPreservingMixin, LogitOutputMixin, PostHocCali
           function of its data.
         * ``"mixture"``: plain temperature scaling whose output is mixed with the
           uniform distribution at weight ``w = 1 / (n + 1)`` for ``n`` calibration
-          rows (the sum of ``sample_weight`` when given),
+          rows (Kish's effective number ``(sum w)**2 / sum w**2`` with
+          ``sample_weight``),
           ``(1 - w) softmax(z / T) + w / k`` (the "ts-mix" of Berta et al., 2025). An
           error on new data then costs at most ``log(k (n + 1))`` nats, but every row
           pays up to ``-log(1 - w)``, which is a large share of a very low NLL.
@@ -357,15 +363,16 @@ class CalibratedTemperature(ArgmaxPreservingMixin, LogitOutputMixin, PostHocCali
 
     Notes
     -----
-    ``sample_weight`` (see :meth:`fit`) counts as repetitions of the calibration rows:
-    ``T`` minimises the weighted mean NLL, ``guard="mixture"`` takes the sum of the
-    weights for ``n``, and each bootstrap resample of ``guard="shrinkage"`` draws as many
-    rows as the weights sum to (rounded), each with probability proportional to its
-    weight; for integer weights these are, draw for draw, the resamples of the repeated
-    rows. So with any guard, integer weights fit the temperature of the repeated rows,
-    zero weights that of the data without those rows, and all-ones weights the
-    unweighted one. Their scale matters to the guards (weights summing to 10 count as
-    10 rows); for the unguarded temperature only their ratios do.
+    ``sample_weight`` (see :meth:`fit`) weighs the calibration rows, and only the ratios
+    of the weights matter: ``T`` minimises the weighted mean NLL, and where the guards
+    count rows they count Kish's effective number of rows ``n = (sum w)**2 / sum w**2``,
+    never the sum of the weights: ``guard="mixture"`` takes it for ``n``, and each
+    bootstrap resample of ``guard="shrinkage"`` draws that many rows (rounded), each
+    with probability proportional to its weight. So all-equal weights of any scale
+    (ones, ``1/n``, 7) fit the unweighted temperature, and zero weights that of the data
+    without those rows. A weight says how much a row counts, not how many rows it
+    stands for: integer weights are not repeated rows for the guards (weights 1 and 3
+    count fewer effective rows than their sum); repeat the rows to count repetitions.
 
     The default guard was chosen on the search seeds of the dev suite, by how often each
     guard made a fit's test NLL more than 5 % worse than the uncalibrated model's; the
@@ -386,7 +393,8 @@ class CalibratedTemperature(ArgmaxPreservingMixin, LogitOutputMixin, PostHocCali
     and ``predict`` follows ``predict_proba``); a calibration set of one row or of one
     class calibrates nothing (``temperature_`` 1, the model's own probabilities); no
     probability is below 1e-15. The map has 1 parameter, so the mixture with the model
-    applies only to weights summing to less than 1.
+    applies only to fewer than 1 effective calibration row (a single row of positive
+    weight is 1).
 
     References
     ----------

@@ -44,6 +44,12 @@ def make_recommended_classifier(
     ``docs/oof_ensembles.md`` gives the study that chose these settings and what it
     measured against gradient boosting, LightGBM and RealMLP.
 
+    ``fit`` takes a pandas DataFrame, a NumPy array or a list of rows (see
+    :func:`~nescal_sklearn.make_tabular_preprocessor`); weights and groups go to the
+    classifier step: ``fit(X, y, classifier__sample_weight=w, classifier__groups=g)``
+    (rows of one group, and exact duplicate rows, stay in one fold: see
+    :class:`~nescal_sklearn.ensemble.CrossFitClassifier`).
+
     Parameters
     ----------
     random_state : int or None, default=None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from sklearn.compose import ColumnTransformer, make_column_selector
 from sklearn.impute import SimpleImputer
@@ -9,6 +11,7 @@ from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import FunctionTransformer, OneHotEncoder, StandardScaler
 from sklearn.utils.validation import check_is_fitted
 
+from ._columns import TemporalColumns, TemporalFeatures, as_frame, value_kinds
 from ._layout import ColumnLayout
 from ._scaling import RobustSmoothClipScaler, _QuantileTransformer
 
@@ -39,6 +42,11 @@ def _as_object(X):
     return np.asarray(X, dtype=object)
 
 
+def _plain(name):
+    """A column name as the Python value it is (for messages)."""
+    return name.item() if isinstance(name, np.generic) else name
+
+
 class TabularPreprocessor(ColumnTransformer):
     """The :class:`~sklearn.compose.ColumnTransformer` of :func:`make_tabular_preprocessor`.
 
@@ -47,16 +55,134 @@ class TabularPreprocessor(ColumnTransformer):
     categorical feature, so that a classifier is told the layout instead of guessing it
     (``NeSCalClassifier(categorical_features=preprocessor.column_layout_)``), and
     ``imputed_row_`` says what a missing value becomes in each output column.
+
+    It takes what every scikit-learn transformer takes: a pandas DataFrame, or a NumPy
+    array or list of rows (columns ``0, 1, ...``: numeric where the values are numbers);
+    a sparse matrix is refused. It checks what the column transformer would get wrong
+    without a word: a categorical column that mixes value types (numbers and strings)
+    at ``fit``, a categorical column whose values are of a kind at ``transform`` that
+    it never held at ``fit`` (strings in ``fit``, numbers now: every value would be an
+    unseen category), and numeric values whose scaling overflows float64.
     """
+
+    def fit_transform(self, X, y=None, **params):
+        """Fit the transformers and transform ``X`` (see
+        :meth:`sklearn.compose.ColumnTransformer.fit_transform`).
+
+        Raises
+        ------
+        ValueError
+            When a categorical column mixes value types, or the scaling of a numeric
+            column overflows.
+        TypeError
+            For sparse input.
+        """
+        X = as_frame(X)
+        kinds = {column: self._checked_kinds(X[column]) for column in self._categorical_columns(X)}
+        out = super().fit_transform(X, y, **params)
+        self._value_kinds = kinds
+        self._warn_about_dropped_columns(X)
+        return self._checked_finite(out, X)
+
+    def transform(self, X, **params):
+        """Transform ``X`` (see :meth:`sklearn.compose.ColumnTransformer.transform`).
+
+        Raises
+        ------
+        ValueError
+            When a categorical column holds values of a kind it did not hold at ``fit``,
+            or the scaling of a numeric column overflows.
+        """
+        check_is_fitted(self, "transformers_")
+        X = as_frame(X)
+        for column, fitted in getattr(self, "_value_kinds", {}).items():
+            if column in X.columns and fitted:
+                new = value_kinds(X[column]) - fitted
+                if new:
+                    raise ValueError(
+                        f"Column {_plain(column)!r} held {sorted(fitted)} values in fit, "
+                        f"but holds {sorted(new)} values now: each would be a category "
+                        "never seen in fit, and the column would be ignored on every row. "
+                        "Give it values of the kind it had in fit (e.g. "
+                        f"X[{_plain(column)!r}].astype(str)), or refit."
+                    )
+        return self._checked_finite(super().transform(X, **params), X)
+
+    def _categorical_columns(self, X) -> list:
+        """The columns the ``"categorical"`` transformer takes from ``X``."""
+        for name, _, columns in self.transformers:
+            if name == "categorical":
+                return list(columns(X) if callable(columns) else columns)
+        return []
+
+    @staticmethod
+    def _checked_kinds(column) -> set[str]:
+        kinds = value_kinds(column)
+        if len(kinds) > 1:
+            types = sorted({type(v).__name__ for v in column.dropna().tolist()})
+            raise ValueError(
+                f"Column {_plain(column.name)!r} mixes values of the types {types}: a "
+                "categorical column must hold one kind of value (strings, numbers or "
+                "booleans) for the one-hot encoder to compare them. Convert it to one, "
+                f"e.g. X[{_plain(column.name)!r}].astype('string') (missing values stay "
+                "missing)."
+            )
+        return kinds
+
+    def _warn_about_dropped_columns(self, X) -> None:
+        """Columns of a dtype no transformer takes are dropped: say which."""
+        if any(not callable(columns) for _, _, columns in self.transformers):
+            return  # columns named by the user: the others are dropped on purpose
+        kept = {
+            column
+            for name, _, columns in self.transformers_
+            if name != "remainder"
+            for column in columns
+        }
+        dropped = [column for column in X.columns if column not in kept]
+        if dropped and self.remainder == "drop":
+            dtypes = sorted({str(X[column].dtype) for column in dropped})
+            warnings.warn(
+                f"make_tabular_preprocessor drops the columns {[_plain(c) for c in dropped]} "
+                f"(dtypes {dtypes}): it encodes numeric, string, categorical, boolean, "
+                "datetime and timedelta columns. Convert them to one of those, or drop them "
+                "from X.",
+                UserWarning,
+                stacklevel=3,
+            )
+
+    def _checked_finite(self, out: np.ndarray, X) -> np.ndarray:
+        """``out``, unless scaling made a value that is not finite (an overflow)."""
+        if np.all(np.isfinite(out)):
+            return out
+        names = self.get_feature_names_out()
+        bad = [names[j] for j in np.flatnonzero(~np.all(np.isfinite(out), axis=0))]
+        column = next((c for c in X.columns if str(c) == bad[0]), None)
+        largest = (
+            f" (its largest absolute value is {np.nanmax(np.abs(X[column].to_numpy(dtype=float))):.3g})"
+            if column is not None and X[column].dtype.kind in "fiu"
+            else ""
+        )
+        raise ValueError(
+            f"Scaling the column {bad[0]!r}{largest} overflows float64 and gives values "
+            f"that are not finite (NaN or inf){'' if len(bad) == 1 else f'; so do {bad[1:]!r}'}: "
+            "a standard scaler squares the values. Divide the column by a large power of "
+            "ten, or use numeric_scaling='robust' or 'quantile'."
+        )
 
     @property
     def column_layout_(self) -> ColumnLayout:
         """The :class:`ColumnLayout` of the output (available once fitted)."""
         check_is_fitted(self, "output_indices_")
         n_features = int(sum(s.stop - s.start for s in self.output_indices_.values()))
-        numeric = range(n_features)[self.output_indices_.get("numeric", slice(0, 0))]
+        numeric = [
+            index
+            for name in ("numeric", "temporal")
+            for index in range(n_features)[self.output_indices_.get(name, slice(0, 0))]
+        ]
         groups: list[tuple[int, ...]] = []
-        if "categorical" in self.named_transformers_:
+        categorical = self.output_indices_.get("categorical", slice(0, 0))
+        if categorical.stop > categorical.start:
             encoder = self.named_transformers_["categorical"][-1]
             start = self.output_indices_["categorical"].start
             infrequent = getattr(
@@ -112,11 +238,23 @@ def make_tabular_preprocessor(
     """The preprocessing of :func:`make_tabular_pipeline`, without a classifier.
 
     Numeric columns: median imputation, then scaling (standard by default, see
-    ``numeric_scaling``). Categorical columns (object, string, category or boolean
-    dtype): most-frequent imputation, then one-hot encoding (unknown categories at
-    predict time are ignored). The output is a dense float matrix: the numeric columns
-    first, then the one-hot columns of each categorical feature, as the fitted
+    ``numeric_scaling``). Datetime and timedelta columns: numbers (a datetime becomes
+    its year, month, day, weekday, hour when the column holds times other than
+    midnight, and seconds since 1970-01-01, in UTC when timezone-aware; a timedelta its
+    seconds), then the numeric columns' imputation and scaling. Categorical columns
+    (object, string, category or boolean dtype): most-frequent imputation, then one-hot
+    encoding (unknown categories at predict time are ignored). The output is a dense
+    float matrix: the numeric columns first, then the datetime and timedelta features,
+    then the one-hot columns of each categorical feature, as the fitted
     ``column_layout_`` says.
+
+    ``X`` is a pandas DataFrame, or a NumPy array or list of rows (columns ``0, 1, ...``,
+    numeric where the values are numbers); sparse input is refused. Columns of other
+    dtypes are dropped with a warning that names them (without one when the columns are
+    given). A categorical column must hold one kind of value (strings, numbers or
+    booleans), and at predict time values of the kind it held in ``fit``: otherwise
+    ``fit`` or ``transform`` raises, naming the column. So does a numeric column whose
+    scaling overflows float64 (values near 1e300).
 
     Parameters
     ----------
@@ -146,8 +284,10 @@ def make_tabular_preprocessor(
     -------
     TabularPreprocessor
         A :class:`~sklearn.compose.ColumnTransformer` with transformers ``"numeric"`` (a
-        pipeline: ``SimpleImputer``, then the scaler) and ``"categorical"``, and the
-        fitted ``column_layout_``.
+        pipeline: ``SimpleImputer``, then the scaler), ``"temporal"`` (the datetime and
+        timedelta columns, which the features named in ``numeric_features`` or
+        ``categorical_features`` are not) and ``"categorical"``, and the fitted
+        ``column_layout_``.
 
     Raises
     ------
@@ -172,7 +312,7 @@ def make_tabular_preprocessor(
         )
     scaler_name, make_scaler = NUMERIC_SCALINGS[numeric_scaling]
     numeric = (
-        make_column_selector(dtype_include=np.number)
+        make_column_selector(dtype_include=np.number, dtype_exclude="timedelta")
         if numeric_features is None
         else list(numeric_features)
     )
@@ -181,6 +321,10 @@ def make_tabular_preprocessor(
         if categorical_features is None
         else list(categorical_features)
     )
+    named = [
+        *([] if numeric_features is None else numeric),
+        *([] if categorical_features is None else categorical),
+    ]
     return TabularPreprocessor(
         [
             (
@@ -192,6 +336,11 @@ def make_tabular_preprocessor(
                     ]
                 ),
                 numeric,
+            ),
+            (
+                "temporal",
+                make_pipeline(TemporalFeatures(), SimpleImputer(strategy="median"), make_scaler()),
+                TemporalColumns(exclude=tuple(named)),
             ),
             (
                 "categorical",
@@ -210,5 +359,3 @@ def make_tabular_preprocessor(
         sparse_threshold=0.0,
         verbose_feature_names_out=False,
     )
-
-

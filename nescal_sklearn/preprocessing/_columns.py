@@ -1,0 +1,199 @@
+"""The columns of a raw table that :class:`TabularPreprocessor` checks and encodes:
+datetime and timedelta columns as numbers, the kind of values a categorical column holds
+(one kind, the same at ``fit`` and ``predict``), numeric overflow, and input that is not a
+DataFrame."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from scipy import sparse
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
+
+__all__ = ["TemporalColumns", "TemporalFeatures", "as_frame", "value_kinds"]
+
+#: The dtypes of the columns :class:`TemporalFeatures` encodes.
+TEMPORAL_DTYPES = ("datetime", "datetimetz", "timedelta")
+
+#: The parts of a date a datetime column becomes (``hour`` only when the column holds
+#: times other than midnight at ``fit``), and its seconds since 1970-01-01 (UTC).
+DATE_PARTS = ("year", "month", "day", "weekday")
+
+#: pandas' ``Series.dt`` accessor of a feature, where its name differs.
+_ACCESSORS = {"weekday": "day_of_week"}
+
+_KINDS = {
+    "string": "string",
+    "unicode": "string",
+    "bytes": "string",
+    "integer": "number",
+    "integer-na": "number",
+    "floating": "number",
+    "mixed-integer-float": "number",
+    "decimal": "number",
+    "complex": "number",
+    "boolean": "boolean",
+}
+
+
+def _value_kind(value) -> str:
+    if isinstance(value, str | bytes):
+        return "string"
+    if isinstance(value, bool | np.bool_):
+        return "boolean"
+    if isinstance(value, numbers.Number):
+        return "number"
+    return type(value).__name__
+
+
+def value_kinds(column) -> set[str]:
+    """The kinds of the non-missing values of a pandas column: ``"string"``, ``"number"``,
+    ``"boolean"`` or a type's name (a categorical column: those of its categories)."""
+    from pandas.api.types import infer_dtype
+
+    if hasattr(column, "cat"):
+        column = column.cat.categories.to_series()
+    column = column.dropna()  # a column of missing values only holds no kind (e.g. NaN)
+    if column.empty:
+        return set()
+    inferred = infer_dtype(column, skipna=True)
+    if inferred in _KINDS:
+        return {_KINDS[inferred]}
+    return {_value_kind(v) for v in column.tolist()}
+
+
+def as_frame(X, owner: str = "make_tabular_preprocessor"):
+    """``X`` as a pandas DataFrame: a NumPy array or a list of rows becomes one with
+    columns ``0, 1, ...`` (numeric where the values are numbers); sparse input is refused.
+
+    Raises
+    ------
+    TypeError
+        For a scipy sparse matrix or array.
+    """
+    if hasattr(X, "columns") and hasattr(X, "iloc"):
+        return X
+    if sparse.issparse(X):
+        raise TypeError(
+            f"{owner} takes a pandas DataFrame or a dense array of rows; got a sparse "
+            f"{type(X).__name__} of shape {X.shape}. Its one-hot encoding and imputation "
+            "work on dense columns: convert it with X.toarray() (numeric columns), or pass "
+            "a DataFrame."
+        )
+    import pandas as pd
+    from sklearn.utils.validation import check_array
+
+    values = check_array(X, dtype=None, ensure_all_finite=False, input_name="X")
+    frame = pd.DataFrame(values)
+    return frame.infer_objects() if values.dtype == object else frame
+
+
+def _in_utc(values):
+    """A datetime column without its timezone: timezone-aware ones converted to UTC."""
+    if getattr(values.dt, "tz", None) is not None:
+        return values.dt.tz_convert("UTC").dt.tz_localize(None)
+    return values
+
+
+class TemporalColumns:
+    """Column selector of the datetime and timedelta columns of a DataFrame, except those
+    named in ``exclude`` (the columns given as numeric or categorical)."""
+
+    def __init__(self, exclude: tuple = ()):
+        self.exclude = tuple(exclude)
+
+    def __call__(self, X) -> list:
+        chosen = X.select_dtypes(include=list(TEMPORAL_DTYPES)).columns
+        return [column for column in chosen if column not in self.exclude]
+
+    def __repr__(self) -> str:
+        return f"TemporalColumns(exclude={self.exclude!r})"
+
+
+class TemporalFeatures(TransformerMixin, BaseEstimator):
+    """Datetime and timedelta columns as numbers, before imputation and scaling.
+
+    A datetime column becomes its year, month, day, weekday (Monday 0), hour (only when
+    the column held times other than midnight at ``fit``) and seconds since 1970-01-01;
+    a timezone-aware one is read in UTC. A timedelta column becomes its length in
+    seconds. A missing value (``NaT``) gives NaN in every feature of its column.
+
+    Attributes
+    ----------
+    features_ : list of tuple of str
+        For each input column, the names of its features (``"year"``, ...,
+        ``"seconds"``).
+    feature_names_in_ : ndarray of str
+        The input columns.
+    """
+
+    def fit(self, X, y=None):
+        """Choose each column's features.
+
+        Parameters
+        ----------
+        X : pandas DataFrame of datetime and timedelta columns
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : TemporalFeatures
+        """
+        self.feature_names_in_ = np.asarray(X.columns, dtype=object)
+        self.n_features_in_ = len(X.columns)
+        self.features_ = [self._features(X[column]) for column in X.columns]
+        return self
+
+    @staticmethod
+    def _features(column) -> tuple[str, ...]:
+        if column.dtype.kind == "m":
+            return ("seconds",)
+        times = _in_utc(column).dropna()
+        timed = bool(np.any(times != times.dt.normalize())) if len(times) else False
+        return DATE_PARTS + (("hour",) if timed else ()) + ("seconds",)
+
+    def transform(self, X):
+        """The features of every column, as floats.
+
+        Parameters
+        ----------
+        X : pandas DataFrame
+            The columns seen in ``fit``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features_out)
+        """
+        check_is_fitted(self, "features_")
+        out = []
+        for column, features in zip(self.feature_names_in_, self.features_, strict=True):
+            values = X[column]
+            if values.dtype.kind == "m":
+                out.append(values.dt.total_seconds().to_numpy(dtype=np.float64, na_value=np.nan))
+                continue
+            values = _in_utc(values)
+            for feature in features:
+                if feature == "seconds":
+                    seconds = (values - np.datetime64("1970-01-01")).dt.total_seconds()
+                    out.append(seconds.to_numpy(dtype=np.float64, na_value=np.nan))
+                else:
+                    part = getattr(values.dt, _ACCESSORS.get(feature, feature))
+                    out.append(part.to_numpy(dtype=np.float64, na_value=np.nan))
+        if not out:
+            return np.empty((len(X), 0))
+        return np.column_stack(out)
+
+    def get_feature_names_out(self, input_features=None) -> np.ndarray:
+        """``<column>_<feature>`` for every feature of every column."""
+        check_is_fitted(self, "features_")
+        return np.asarray(
+            [
+                f"{column}_{feature}"
+                for column, features in zip(self.feature_names_in_, self.features_, strict=True)
+                for feature in features
+            ],
+            dtype=object,
+        )
