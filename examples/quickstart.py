@@ -97,7 +97,9 @@ def evaluate(model, split) -> dict[str, float]:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description="NeSCal vs cross-entropy on a tabular dataset.")
     parser.add_argument(
-        "--dataset", default="breast_cancer", help=f"one of {BUNDLED}, or a name in DATA_DIR/manifest.json"
+        "--dataset",
+        default="breast_cancer",
+        help=f"one of {BUNDLED}, or a name in DATA_DIR/manifest.json",
     )
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--seed", type=int, default=0)

@@ -105,10 +105,16 @@ def test_pbld_embeddings_need_room_for_the_raw_value():
 def test_realmlp_style_network_has_the_documented_parameter_count():
     n_features, n_classes, embedded, k = 6, 3, [0, 2, 5], 2
     net = TabularMLP(
-        n_features, n_classes, hidden_sizes=(8, 5), activation="selu", n_members=k,
-        numeric_embedding="pbld", embedded_features=embedded, front_scale=True,
+        n_features,
+        n_classes,
+        hidden_sizes=(8, 5),
+        activation="selu",
+        n_members=k,
+        numeric_embedding="pbld",
+        embedded_features=embedded,
+        front_scale=True,
         parametric_activation=True,
-    )  # fmt: skip
+    )
     m, d = len(embedded), 4  # pbld's default size
     w0 = m * d + (n_features - m)
     per_member = (w0 + 1) * 8 + (8 + 1) * 5 + (5 + 1) * n_classes
@@ -120,8 +126,15 @@ def test_realmlp_style_network_has_the_documented_parameter_count():
 
 def test_front_scale_sees_the_embedded_input_and_parametric_activations_wrap_each_layer():
     torch.manual_seed(0)
-    net = TabularMLP(4, 2, hidden_sizes=(5, 5), numeric_embedding="pbld",
-                     embedded_features=[1], front_scale=True, parametric_activation=True)  # fmt: skip
+    net = TabularMLP(
+        4,
+        2,
+        hidden_sizes=(5, 5),
+        numeric_embedding="pbld",
+        embedded_features=[1],
+        front_scale=True,
+        parametric_activation=True,
+    )
     seen = []
     net.front.register_forward_hook(lambda _m, args, _out: seen.append(args[0].detach()))
     X = torch.randn(3, 4)
@@ -142,13 +155,17 @@ def test_without_the_new_options_the_network_is_unchanged():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"numeric_embedding": "pbld", "numeric_embedding_dim": 1},
-         "numeric_embedding_dim must be >= 2 with numeric_embedding='pbld'"),
-        ({"numeric_embedding": "plr"},
-         "numeric_embedding must be None, 'periodic' or 'pbld'; got 'plr'."),
+        (
+            {"numeric_embedding": "pbld", "numeric_embedding_dim": 1},
+            "numeric_embedding_dim must be >= 2 with numeric_embedding='pbld'",
+        ),
+        (
+            {"numeric_embedding": "plr"},
+            "numeric_embedding must be None, 'periodic' or 'pbld'; got 'plr'.",
+        ),
         ({"activation": "swish"}, "activation must be one of"),
     ],
-)  # fmt: skip
+)
 def test_bad_options_are_rejected_with_their_name(kwargs, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         TabularMLP(4, 2, hidden_sizes=(3,), **kwargs)
@@ -157,8 +174,14 @@ def test_bad_options_are_rejected_with_their_name(kwargs, message):
 @pytest.mark.determinism
 def test_realmlp_style_network_survives_pickle_torch_save_and_state_dict():
     torch.manual_seed(0)
-    options = dict(hidden_sizes=(6,), n_members=2, numeric_embedding="pbld",
-                   embedded_features=[3, 0], front_scale=True, parametric_activation=True)  # fmt: skip
+    options = dict(
+        hidden_sizes=(6,),
+        n_members=2,
+        numeric_embedding="pbld",
+        embedded_features=[3, 0],
+        front_scale=True,
+        parametric_activation=True,
+    )
     net = TabularMLP(5, 3, **options).eval()
     X = torch.randn(7, 5)
     expected = net(X)
@@ -178,11 +201,19 @@ def test_classifier_trains_the_realmlp_style_backbone():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         clf = NeSCalClassifier(
-            "ce", activation="selu", hidden_sizes=(16,), max_epochs=30, lr=3e-3, batch_size=32,
+            "ce",
+            activation="selu",
+            hidden_sizes=(16,),
+            max_epochs=30,
+            lr=3e-3,
+            batch_size=32,
             random_state=0,
-            module_kwargs={"numeric_embedding": "pbld", "front_scale": True,
-                           "parametric_activation": True},
-        ).fit(X, y)  # fmt: skip
+            module_kwargs={
+                "numeric_embedding": "pbld",
+                "front_scale": True,
+                "parametric_activation": True,
+            },
+        ).fit(X, y)
     assert isinstance(clf.module_.embedding, PBLDEmbeddings)
     assert clf.module_.embedded_index.tolist() == [0, 1, 2, 3]
     # Training moved the new parameters away from their initial values.
@@ -212,8 +243,16 @@ def test_one_hot_groups_finds_the_encoders_columns_and_nothing_else():
     codes_b = rng.integers(0, 3, n)
     one_hot = lambda codes, k: np.eye(k)[codes]  # noqa: E731
     flag = (rng.random(n) < 0.5).astype(float)  # a binary column, not a group
-    X = np.column_stack([rng.normal(size=n), one_hot(codes_a, 4), flag, one_hot(codes_b, 3),
-                         rng.normal(size=n), 1 - flag])  # fmt: skip
+    X = np.column_stack(
+        [
+            rng.normal(size=n),
+            one_hot(codes_a, 4),
+            flag,
+            one_hot(codes_b, 3),
+            rng.normal(size=n),
+            1 - flag,
+        ]
+    )
     assert one_hot_groups(X) == [[1, 2, 3, 4], [6, 7, 8]]
     assert one_hot_groups(X, min_size=4) == [[1, 2, 3, 4]]
     # flag and 1 - flag side by side are a two-column group.
@@ -223,8 +262,15 @@ def test_one_hot_groups_finds_the_encoders_columns_and_nothing_else():
 
 def test_network_embeds_categorical_groups_between_numeric_embeddings_and_the_rest():
     torch.manual_seed(0)
-    net = TabularMLP(7, 2, hidden_sizes=(5,), numeric_embedding="pbld", embedded_features=[0],
-                     categorical_groups=[[2, 3, 4]], categorical_embedding_dim=3)  # fmt: skip
+    net = TabularMLP(
+        7,
+        2,
+        hidden_sizes=(5,),
+        numeric_embedding="pbld",
+        embedded_features=[0],
+        categorical_groups=[[2, 3, 4]],
+        categorical_embedding_dim=3,
+    )
     seen = []
     net.layers[0].register_forward_pre_hook(lambda _m, args: seen.append(args[0].detach()))
     X = torch.randn(4, 7)
@@ -236,8 +282,9 @@ def test_network_embeds_categorical_groups_between_numeric_embeddings_and_the_re
     torch.testing.assert_close(seen[0], expected)
     assert net.layers[0].in_features == 4 + 3 + 3
     with pytest.raises(ValueError, match=re.escape("with [0] repeated")):
-        TabularMLP(7, 2, numeric_embedding="pbld", embedded_features=[0],
-                   categorical_groups=[[0, 1]])  # fmt: skip
+        TabularMLP(
+            7, 2, numeric_embedding="pbld", embedded_features=[0], categorical_groups=[[0, 1]]
+        )
     with pytest.raises(ValueError, match=re.escape("in [0, 7); got [6, 7]")):
         TabularMLP(7, 2, categorical_groups=[[6, 7]])
 
@@ -253,8 +300,9 @@ def test_classifier_embeds_only_large_categorical_features():
     colour = rng.integers(0, 3, n)
     x = rng.normal(size=n)
     y = ((city % 3 == 0) ^ (x > 0)).astype(int)
-    frame = pd.DataFrame({"x": x, "city": [f"c{c}" for c in city],
-                          "colour": [f"k{c}" for c in colour]})  # fmt: skip
+    frame = pd.DataFrame(
+        {"x": x, "city": [f"c{c}" for c in city], "colour": [f"k{c}" for c in colour]}
+    )
     pipe = make_tabular_pipeline(
         NeSCalClassifier(
             "ce",
@@ -264,7 +312,7 @@ def test_classifier_embeds_only_large_categorical_features():
             batch_size=32,
             lr=1e-2,
             random_state=0,
-        )  # fmt: skip
+        )
     ).fit(frame, y)
     clf = pipe[-1]
     assert [len(g) for g in clf.column_layout_.groups] == [12, 3]
@@ -285,8 +333,13 @@ def test_a_declared_layout_is_used_where_the_guess_misreads_it():
     X = np.column_stack([rng.normal(size=300), one_hot]).astype(np.float32)
     y = (codes % 2).astype(int)
     groups = [list(range(1, 11))]
-    common = dict(loss="ce", module_kwargs={"categorical_embedding": True}, hidden_sizes=(8,),
-                  max_epochs=2, random_state=0)  # fmt: skip
+    common = dict(
+        loss="ce",
+        module_kwargs={"categorical_embedding": True},
+        hidden_sizes=(8,),
+        max_epochs=2,
+        random_state=0,
+    )
     guessed = NeSCalClassifier(**common).fit(X, y)
     assert guessed.column_layout_.groups == () and guessed.module_.categorical is None
     declared = NeSCalClassifier(**common, categorical_features=groups).fit(X, y)

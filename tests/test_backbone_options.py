@@ -88,9 +88,12 @@ def test_lr_schedule_sets_each_epochs_learning_rate(schedule):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         clf = NeSCalClassifier(
-            "ce", lr_schedule=schedule, early_stopping=False, lr=1e-3,
+            "ce",
+            lr_schedule=schedule,
+            early_stopping=False,
+            lr=1e-3,
             **{**FAST, "max_epochs": 4},
-        ).fit(X, y)  # fmt: skip
+        ).fit(X, y)
     lrs = clf.history_[:, "event_lr"]
     if schedule == "cosine":
         expected = [1e-3 * 0.5 * (1 + math.cos(math.pi * e / 4)) for e in range(4)]
@@ -119,7 +122,11 @@ def test_config_module_by_import_path():
         ("numpy.ndarray", "torch.nn.Module subclass"),
         ("nowhere.Module", "cannot import"),
     ):
-        data = {"datasets": [{"sklearn": "iris"}], "recipe": "2026-12-04", "confirm_seeds": [0],
-                "methods": [{"loss": "ce", "params": {"module": value}}]}  # fmt: skip
+        data = {
+            "datasets": [{"sklearn": "iris"}],
+            "recipe": "2026-12-04",
+            "confirm_seeds": [0],
+            "methods": [{"loss": "ce", "params": {"module": value}}],
+        }
         with pytest.raises(ConfigError, match=message):
             validate_config(data, check_files=False)

@@ -103,9 +103,15 @@ def test_ablations_quick_smoke(tmp_path):
 
     # --no-run reports again from the records alone
     again = run_script(
-        "benchmarks/ablations.py", "--quick", "--factors", "cache", "graph", "--out",
-        str(tmp_path), "--no-run",
-    )  # fmt: skip
+        "benchmarks/ablations.py",
+        "--quick",
+        "--factors",
+        "cache",
+        "graph",
+        "--out",
+        str(tmp_path),
+        "--no-run",
+    )
     assert "fits finished" not in again.stderr
     # exact: the same report code on the same records (floats round-trip JSON exactly)
     assert (tmp_path / "ablations.md").read_text() == text

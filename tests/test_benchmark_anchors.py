@@ -207,8 +207,11 @@ def test_lightgbm_in_a_benchmark_config():
     built = method.build({"num_leaves": 15}, seed=7)
     assert isinstance(built, LightGBMClassifier)
     assert (built.random_state, built.num_leaves, built.n_threads) == (7, 15, None)
-    data = {"datasets": [{"sklearn": "iris"}], "confirm_seeds": [0],
-            "methods": [{"estimator": path, "params": {"learning_rate": 0.0}}]}  # fmt: skip
+    data = {
+        "datasets": [{"sklearn": "iris"}],
+        "confirm_seeds": [0],
+        "methods": [{"estimator": path, "params": {"learning_rate": 0.0}}],
+    }
     with pytest.raises(
         ConfigError,
         match=r"^methods\[0\]\.params\.learning_rate: The 'learning_rate' parameter of LightGBMClassifier",

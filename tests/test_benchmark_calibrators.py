@@ -279,8 +279,9 @@ def test_missing_probmetrics_is_a_config_error(tmp_path, monkeypatch):
         config_with(tmp_path, [{"name": "probmetrics", "label": "pm"}])
     message = str(info.value)
     assert message.startswith("calibrators[0]: the 'probmetrics' calibrator needs the probmetrics")
-    assert message.endswith('`pip install probmetrics` or with the benchmark extras, '
-                            '`pip install -e ".[bench]"`')  # fmt: skip
+    assert message.endswith(
+        '`pip install probmetrics` or with the benchmark extras, `pip install -e ".[bench]"`'
+    )
 
 
 def test_probmetrics_stage_in_a_fit_record(tmp_path):
@@ -362,10 +363,12 @@ def test_realmlp_anchor_runs_through_execute_fit(tmp_path, monkeypatch):
     @functools.wraps(original)
     def spy(self, X, y, X_val=None, y_val=None, **kwargs):
         seen.update(
-            n_train=len(y), n_val=None if y_val is None else len(y_val),
-            n_threads=self.n_threads, random_state=self.random_state,
+            n_train=len(y),
+            n_val=None if y_val is None else len(y_val),
+            n_threads=self.n_threads,
+            random_state=self.random_state,
             torch_threads=torch.get_num_threads(),
-        )  # fmt: skip
+        )
         return original(self, X, y, X_val=X_val, y_val=y_val, **kwargs)
 
     monkeypatch.setattr(pytabkit.RealMLP_TD_Classifier, "fit", spy)

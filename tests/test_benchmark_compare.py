@@ -122,8 +122,12 @@ def test_counts_medians_and_p_values_against_each_reference():
     assert "| c | 0.4000 | 0.4200 | 0.4000 |" in raw
     ood = compare_markdown(pooled, condition="ood_far")
     assert "| nescal | raw | 2/3 | +10.00 % | 0.5 | – |" in rows_of(ood, "## Against `ce`")
-    assert rows_of(ood, "## Against `ce`")[0].startswith("| method | stage | higher AUROC on | median AUROC change |")
-    assert "| b | 0.7000 | **0.8400** | 0.7000 |" in rows_of(ood, "mean over confirm seeds")  # higher in bold
+    assert rows_of(ood, "## Against `ce`")[0].startswith(
+        "| method | stage | higher AUROC on | median AUROC change |"
+    )
+    assert "| b | 0.7000 | **0.8400** | 0.7000 |" in rows_of(
+        ood, "mean over confirm seeds"
+    )  # higher in bold
 
 
 def test_against_a_second_reference_and_the_better_of_both():
@@ -134,8 +138,12 @@ def test_against_a_second_reference_and_the_better_of_both():
         ),
         best_of=(),
     )
-    assert "| label_smoothing | raw | 3/3 | -50.00 % | 0.25 | +0.00 pt |" in rows_of(two, "## Against `ce`")
-    assert "| ce | raw | 0/3 | +100.00 % | 0.25 | +0.00 pt |" in rows_of(two, "## Against `label_smoothing`")
+    assert "| label_smoothing | raw | 3/3 | -50.00 % | 0.25 | +0.00 pt |" in rows_of(
+        two, "## Against `ce`"
+    )
+    assert "| ce | raw | 0/3 | +100.00 % | 0.25 | +0.00 pt |" in rows_of(
+        two, "## Against `label_smoothing`"
+    )
     pooled = _pooled(
         _records("ce", [1.0, 0.5, 0.4], [0.6, 0.7, 0.8]),
         _records("label_smoothing", [0.5, 1.0, 0.4], [0.9, 0.5, 0.8]),
@@ -162,7 +170,8 @@ def test_penalty_status_is_counted():
             record["fit"]["penalty_status"] = status
     text = compare_markdown(_pooled(_records("ce", [1.0, 0.5, 0.4], [0.6, 0.7, 0.8]), records))
     assert rows_of(text, "## Penalty status") == [
-        "| Method | Fits | Not penalised | Why |", "| nescal | 5 | 2 | no_graph 2 |"
+        "| Method | Fits | Not penalised | Why |",
+        "| nescal | 5 | 2 | no_graph 2 |",
     ]
 
 
@@ -211,7 +220,9 @@ def test_compare_reports_only_the_configs_chosen_fits(folders, tmp_path, capsys)
     rows = [row for row in rows_of(out, "## Against `ce`") if row.startswith("| ls | raw |")]
     assert len(rows) == 1 and "/2 |" in rows[0]  # two datasets compared
     table = rows_of(out, "## Test NLL after temperature scaling")
-    assert any(r.startswith("| sklearn-iris |") for r in table) and any(r.startswith("| sklearn-wine |") for r in table)
+    assert any(r.startswith("| sklearn-iris |") for r in table) and any(
+        r.startswith("| sklearn-wine |") for r in table
+    )
     # the reported ls fits are its chosen point's confirm fits: the report says the same
     pooled = results_frame([one])
     report = json.loads((one / "config.json").read_text())
@@ -229,7 +240,9 @@ def test_compare_pools_folders_and_counts_a_key_once(folders, capsys):
     assert main(["compare", str(one), str(two), "--confirm-seeds", "2"]) == 0
     pooled = capsys.readouterr().out
     assert pooled.startswith("# Paired comparisons, confirm seeds [2], 2 datasets\n")
-    assert any(re.fullmatch(r"\| mdca \| ts \| \d/2 \|.*", r) for r in rows_of(pooled, "## Against `ce`"))
+    assert any(
+        re.fullmatch(r"\| mdca \| ts \| \d/2 \|.*", r) for r in rows_of(pooled, "## Against `ce`")
+    )
     assert "| dataset | ce | ls | mdca |" in rows_of(pooled, "mean over confirm seeds")
 
 
@@ -283,7 +296,9 @@ def test_compare_stages_and_methods_flags(folders, capsys):
     assert main(["compare", str(one), "--stages", "temperature", "--methods", "ls"]) == 0
     out = capsys.readouterr().out
     against = rows_of(out, "## Against `ce`")
-    assert any(r.startswith("| ls | ts |") for r in against) and not any(r.startswith("| ls | raw |") for r in against)
+    assert any(r.startswith("| ls | ts |") for r in against) and not any(
+        r.startswith("| ls | raw |") for r in against
+    )
     assert "| sklearn-iris | – | – |" in rows_of(out, "## Raw test NLL")  # no raw stage kept
     assert main(["compare", str(one), "--stages", "platt"]) == 2
     assert "no stage 'platt' in the results" in capsys.readouterr().err
@@ -312,7 +327,9 @@ def test_calibrators_table_by_hand():
         stages=("raw", "temperature", "plain"),
     )
     text = calibrators_markdown(pooled)
-    rows = [r for h in ("per fit", "seed means", "per method (over datasets)") for r in rows_of(text, h)]
+    rows = [
+        r for h in ("per fit", "seed means", "per method (over datasets)") for r in rows_of(text, h)
+    ]
     # per fit against raw: temperature -10, +2, -10, -10 %; plain -20, +50, -20, +20 %
     assert "| temperature | 4 | -10.00 % | 0 | +2.00 % | d / ce / seed 4 |" in rows
     assert "| plain | 4 | +0.00 % | 2 | +50.00 % | d / ce / seed 4 |" in rows
@@ -330,6 +347,9 @@ def test_calibrators_command(folders, capsys):
     assert main(["calibrators", str(one), "--methods", "ce"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("# Calibrators side by side, confirm seeds [1, 2], 2 datasets, 1 methods")
-    assert any(re.fullmatch(r"\| temperature \| 4 \| [-+]\d+\.\d\d % \| \d \|.*", r) for r in rows_of(out, "per fit"))
+    assert any(
+        re.fullmatch(r"\| temperature \| 4 \| [-+]\d+\.\d\d % \| \d \|.*", r)
+        for r in rows_of(out, "per fit")
+    )
     assert main(["calibrators", str(one), "--reference", "sms"]) == 2
     assert "no calibration stage 'sms' in the results" in capsys.readouterr().err

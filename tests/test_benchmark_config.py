@@ -352,7 +352,10 @@ def test_a_parameter_error_is_located_by_its_param_and_other_errors_blame_the_me
     grid = [{"loss": "ce"}, {"name": "b", "loss": "ce", "grid": {"lr": [0.1, 13.0]}}]
     for changes, where in [
         ({"budget": {"max_epochs": 13}}, "budget.max_epochs"),
-        ({"methods": [{"loss": "ce", "params": {"batch_size": 13}}]}, "methods[0].params.batch_size"),
+        (
+            {"methods": [{"loss": "ce", "params": {"batch_size": 13}}]},
+            "methods[0].params.batch_size",
+        ),
         ({"methods": grid, "search_seeds": [0]}, "methods[1].grid.lr[1]"),
     ]:
         check_error(config_with(**changes), f"{where}: a message the lab does not read")
@@ -404,7 +407,9 @@ def test_the_command_without_the_bench_extra_prints_its_install_line():
     scripts = tomllib.loads((root / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts == {"nescal-bench": "nescal_bench_command:main"}
     program = COMMAND.format(hide=WITHOUT_PANDAS)
-    result = subprocess.run([sys.executable, "-c", program], cwd=root, capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-c", program], cwd=root, capture_output=True, text=True
+    )
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr == (
         "nescal-bench: error: nescal_bench needs the lab's extra (pandas missing): "
@@ -415,7 +420,9 @@ def test_the_command_without_the_bench_extra_prints_its_install_line():
         [sys.executable, "-c", COMMAND.format(hide="")], cwd=root, capture_output=True, text=True
     )
     assert result.returncode == 2
-    assert result.stderr.startswith("nescal-bench: error: cannot read config file 'no/such/config.json'")
+    assert result.stderr.startswith(
+        "nescal-bench: error: cannot read config file 'no/such/config.json'"
+    )
 
 
 def test_validate_command(tmp_path, capsys):
@@ -563,30 +570,68 @@ WARMUP = (
 @pytest.mark.parametrize(
     "changes, message",
     [
-        ({'methods': [{'loss': 'nescal', 'params': {'warmup': 50}}], 'budget': {'max_epochs': 2}},
-         'methods[0].params.warmup: loss__warmup=50 ends the warm-up at epoch 51, after the last of max_epochs=2 (budget.max_epochs): the neighbour graph would never be built. Pass a shorter warmup, a fraction in [0, 1), or more max_epochs.'),
-        ({'methods': [{'loss': 'nescal', 'params': {'loss__warmup': 3}}], 'budget': {'max_epochs': 3}},
-         'methods[0].params.loss__warmup: loss__warmup=3 ends the warm-up at epoch 4, after the last of max_epochs=3 (budget.max_epochs): the neighbour graph would never be built. Pass a shorter warmup, a fraction in [0, 1), or more max_epochs.'),
-        ({'methods': [{'loss': 'nescal', 'grid': {'warmup': [1, 5]}}], 'search_seeds': [1], 'budget': {'max_epochs': 4}},
-         'methods[0].grid.warmup[1]: loss__warmup=5 ends the warm-up at epoch 6, after the last of max_epochs=4 (budget.max_epochs): the neighbour graph would never be built. Pass a shorter warmup, a fraction in [0, 1), or more max_epochs.'),
-        ({'methods': [{'loss': 'nescal', 'params': {'warmup': 5, 'max_epochs': 5}}], 'budget': {'max_epochs': 30}},
-         'methods[0].params.warmup: loss__warmup=5 ends the warm-up at epoch 6, after the last of max_epochs=5 (methods[0].params.max_epochs): the neighbour graph would never be built. Pass a shorter warmup, a fraction in [0, 1), or more max_epochs.'),
-        ({'methods': [{'loss': 'nescal', 'params': {'warmup': 500}}]},
-         "methods[0].params.warmup: loss__warmup=500 ends the warm-up at epoch 501, after the last of max_epochs=256 (recipe '2026-12-04'): the neighbour graph would never be built. Pass a shorter warmup, a fraction in [0, 1), or more max_epochs."),
-        ({'methods': [{'loss': 'ce', 'params': {'hidden_sizes': [0]}}]},
-         'methods[0].params.hidden_sizes: hidden_sizes must be a sequence of ints >= 1 (the width of each hidden layer; () for none); got [0].'),
-        ({'methods': [{'loss': 'ce', 'grid': {'hidden_sizes': [[8], [8, 0]]}}], 'search_seeds': [1]},
-         'methods[0].grid.hidden_sizes[1]: hidden_sizes must be a sequence of ints >= 1 (the width of each hidden layer; () for none); got [8, 0].'),
-        ({'name': 'a/../../b'},
-         'name: expected a name of letters, digits and \'_\', \'.\', \'@\', \'+\', \'-\' that does not start with \'.\', \'@\', \'+\' or \'-\', got "a/../../b"'),
-        ({'name': '/tmp/b'},
-         'name: expected a name of letters, digits and \'_\', \'.\', \'@\', \'+\', \'-\' that does not start with \'.\', \'@\', \'+\' or \'-\', got "/tmp/b"'),
-        ({'output': 'results/a\x00b'},
-         'output: expected a path without NUL characters, got "results/a\\u0000b"'),
-        ({'data_dir': 'data\x00'},
-         'data_dir: expected a path without NUL characters, got "data\\u0000"'),
+        (
+            {
+                "methods": [{"loss": "nescal", "params": {"warmup": 50}}],
+                "budget": {"max_epochs": 2},
+            },
+            "methods[0].params.warmup: loss__warmup=50 ends the warm-up at epoch 51, after the last of max_epochs=2 (budget.max_epochs): the neighbour graph would never be built. Pass a shorter warmup, a fraction in [0, 1), or more max_epochs.",
+        ),
+        (
+            {
+                "methods": [{"loss": "nescal", "params": {"loss__warmup": 3}}],
+                "budget": {"max_epochs": 3},
+            },
+            "methods[0].params.loss__warmup: loss__warmup=3 ends the warm-up at epoch 4, after the last of max_epochs=3 (budget.max_epochs): the neighbour graph would never be built. Pass a shorter warmup, a fraction in [0, 1), or more max_epochs.",
+        ),
+        (
+            {
+                "methods": [{"loss": "nescal", "grid": {"warmup": [1, 5]}}],
+                "search_seeds": [1],
+                "budget": {"max_epochs": 4},
+            },
+            "methods[0].grid.warmup[1]: loss__warmup=5 ends the warm-up at epoch 6, after the last of max_epochs=4 (budget.max_epochs): the neighbour graph would never be built. Pass a shorter warmup, a fraction in [0, 1), or more max_epochs.",
+        ),
+        (
+            {
+                "methods": [{"loss": "nescal", "params": {"warmup": 5, "max_epochs": 5}}],
+                "budget": {"max_epochs": 30},
+            },
+            "methods[0].params.warmup: loss__warmup=5 ends the warm-up at epoch 6, after the last of max_epochs=5 (methods[0].params.max_epochs): the neighbour graph would never be built. Pass a shorter warmup, a fraction in [0, 1), or more max_epochs.",
+        ),
+        (
+            {"methods": [{"loss": "nescal", "params": {"warmup": 500}}]},
+            "methods[0].params.warmup: loss__warmup=500 ends the warm-up at epoch 501, after the last of max_epochs=256 (recipe '2026-12-04'): the neighbour graph would never be built. Pass a shorter warmup, a fraction in [0, 1), or more max_epochs.",
+        ),
+        (
+            {"methods": [{"loss": "ce", "params": {"hidden_sizes": [0]}}]},
+            "methods[0].params.hidden_sizes: hidden_sizes must be a sequence of ints >= 1 (the width of each hidden layer; () for none); got [0].",
+        ),
+        (
+            {
+                "methods": [{"loss": "ce", "grid": {"hidden_sizes": [[8], [8, 0]]}}],
+                "search_seeds": [1],
+            },
+            "methods[0].grid.hidden_sizes[1]: hidden_sizes must be a sequence of ints >= 1 (the width of each hidden layer; () for none); got [8, 0].",
+        ),
+        (
+            {"name": "a/../../b"},
+            "name: expected a name of letters, digits and '_', '.', '@', '+', '-' that does not start with '.', '@', '+' or '-', got \"a/../../b\"",
+        ),
+        (
+            {"name": "/tmp/b"},
+            "name: expected a name of letters, digits and '_', '.', '@', '+', '-' that does not start with '.', '@', '+' or '-', got \"/tmp/b\"",
+        ),
+        (
+            {"output": "results/a\x00b"},
+            'output: expected a path without NUL characters, got "results/a\\u0000b"',
+        ),
+        (
+            {"data_dir": "data\x00"},
+            'data_dir: expected a path without NUL characters, got "data\\u0000"',
+        ),
     ],
-)  # fmt: skip
+)
 def test_what_run_would_reject_fails_validation(changes, message):
     check_error(config_with(**changes), message)
 

@@ -34,13 +34,21 @@ CONFIG = {
     "name": "crossfit",
     "datasets": [{"sklearn": "breast_cancer"}],
     "methods": [
-        {"name": "lr", "estimator": "sklearn.linear_model.LogisticRegression", "params": {"max_iter": 3000}},
-        {"name": "lr_cf", "fit_on": "train+validation", "estimator": CF,
-         "params": {"cv": 3, "estimators": [["lr", LR]], "calibration": "identity"}},
+        {
+            "name": "lr",
+            "estimator": "sklearn.linear_model.LogisticRegression",
+            "params": {"max_iter": 3000},
+        },
+        {
+            "name": "lr_cf",
+            "fit_on": "train+validation",
+            "estimator": CF,
+            "params": {"cv": 3, "estimators": [["lr", LR]], "calibration": "identity"},
+        },
     ],
     "calibrators": ["temperature"],
     "confirm_seeds": [3],
-}  # fmt: skip
+}
 
 
 def _write(tmp_path: Path, data: dict) -> Path:
@@ -149,8 +157,11 @@ def test_oof_ensembles_quick_smoke(tmp_path):
 def _params(estimator) -> dict:
     """What a cross-fitted model trains: every parameter but where and how it runs."""
     skip = ("n_jobs", "random_state", "verbose")
-    params = {k: v for k, v in estimator.get_params(deep=True).items()
-              if not k.endswith(skip) and not hasattr(v, "get_params") and k != "estimators"}  # fmt: skip
+    params = {
+        k: v
+        for k, v in estimator.get_params(deep=True).items()
+        if not k.endswith(skip) and not hasattr(v, "get_params") and k != "estimators"
+    }
     return {**params, "members": [name for name, _ in estimator.estimators]}
 
 

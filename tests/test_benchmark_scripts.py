@@ -84,7 +84,9 @@ def test_quickstart_example_writes_table_and_diagram(tmp_path):
 
 
 def test_quickstart_example_runs_on_a_bundled_dataset_without_the_lab(tmp_path):
-    out = run_script("examples/quickstart.py", "--dataset", "wine", "--max-epochs", "2", "--out", str(tmp_path))
+    out = run_script(
+        "examples/quickstart.py", "--dataset", "wine", "--max-epochs", "2", "--out", str(tmp_path)
+    )
     assert "| NeSCal |" in out and (tmp_path / "reliability.png").is_file()
     assert "nescal_bench" not in (ROOT / "examples" / "quickstart.py").read_text()
 

@@ -13,8 +13,11 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_threads_benchmark_quick():
     result = subprocess.run(
         [sys.executable, "benchmarks/threads.py", "--quick"],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     lines = result.stdout.splitlines()
     assert lines[1].split() == ["setting", "n_threads=1", "n_threads=None", "ratio", "None/1"]

@@ -75,9 +75,13 @@ def test_runtime_refuses_an_unknown_cache_mode():
     message = "cache must be one of ['batch', 'frozen', 'epoch']; got 'never'."
     with pytest.raises(ValueError, match=re.escape(message)):
         NeSCalRuntime(
-            _smoothing(), weight=1.0, schedule="constant", start_epoch=0, end_epoch=5,
+            _smoothing(),
+            weight=1.0,
+            schedule="constant",
+            start_epoch=0,
+            end_epoch=5,
             cache="never",
-        )  # fmt: skip
+        )
 
 
 def test_an_unknown_cache_mode_fails_the_fit_with_the_specs_message(iris):
@@ -90,14 +94,22 @@ def test_an_unknown_cache_mode_fails_the_fit_with_the_specs_message(iris):
 @pytest.mark.parametrize(
     ("log_probs", "message"),
     [
-        (torch.zeros(7, 4), "log_probs must be a tensor of shape (8, 4) (one row per cached "
-         "training row); got Tensor with shape (7, 4)."),
-        (np.zeros((8, 4)), "log_probs must be a tensor of shape (8, 4) (one row per cached "
-         "training row); got ndarray with shape None."),
-        (torch.zeros(8, 4, dtype=torch.int64), "log_probs must be a floating-point tensor; "
-         "got dtype torch.int64."),
+        (
+            torch.zeros(7, 4),
+            "log_probs must be a tensor of shape (8, 4) (one row per cached "
+            "training row); got Tensor with shape (7, 4).",
+        ),
+        (
+            np.zeros((8, 4)),
+            "log_probs must be a tensor of shape (8, 4) (one row per cached "
+            "training row); got ndarray with shape None.",
+        ),
+        (
+            torch.zeros(8, 4, dtype=torch.int64),
+            "log_probs must be a floating-point tensor; got dtype torch.int64.",
+        ),
     ],
-)  # fmt: skip
+)
 def test_refill_cache_refuses_a_wrong_shape_or_dtype(log_probs, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         _smoothing().refill_cache(log_probs)
@@ -190,8 +202,10 @@ def watch(monkeypatch) -> dict:
     """Record the runtime, the cache at graph time and at each penalty call, and each refresh."""
     seen: dict = {"events": []}
     build, penalty, refresh = (
-        NeSCalLoss.build_runtime, NeSCalRuntime.penalty, NeSCalRuntime.refresh_cache,
-    )  # fmt: skip
+        NeSCalLoss.build_runtime,
+        NeSCalRuntime.penalty,
+        NeSCalRuntime.refresh_cache,
+    )
 
     def spy_build(self, module, X, **kwargs):
         runtime = build(self, module, X, **kwargs)
@@ -279,11 +293,14 @@ def test_the_default_is_the_batch_refresh(iris):
     X, y = iris
     fits = [
         NeSCalClassifier(
-            loss=ExperimentalNeSCalLoss(warmup=1, **params), max_epochs=4, hidden_sizes=(16,),
-            early_stopping=False, random_state=0,
+            loss=ExperimentalNeSCalLoss(warmup=1, **params),
+            max_epochs=4,
+            hidden_sizes=(16,),
+            early_stopping=False,
+            random_state=0,
         ).fit(X, y)
         for params in ({}, {"cache": "batch"}, {"cache": "frozen"})
-    ]  # fmt: skip
+    ]
     default, batch, frozen = (fit.predict_proba(X) for fit in fits)
     # exact: cache='batch' is the default, so this is the same fit twice
     np.testing.assert_array_equal(default, batch)

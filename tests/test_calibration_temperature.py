@@ -157,8 +157,9 @@ def _bootstrap_reference(logits, y, seed, n_bootstrap=100):
         def nll_at(s):
             return -log_softmax(z * np.exp(-s), axis=1)[np.arange(len(labels)), labels].mean()
 
-        return minimize_scalar(nll_at, bounds=(-10, 10), method="bounded",
-                               options={"xatol": 1e-10}).x  # fmt: skip
+        return minimize_scalar(
+            nll_at, bounds=(-10, 10), method="bounded", options={"xatol": 1e-10}
+        ).x
 
     rng = np.random.default_rng(seed)
     draws = []

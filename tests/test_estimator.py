@@ -173,9 +173,15 @@ def test_early_stopping_counts_from_warmup_and_restores_best():
 def test_patience_none_trains_every_epoch_and_restores_the_best_one():
     X, y = make_classification(300, 10, n_informative=4, flip_y=0.3, random_state=0)
     clf = NeSCalClassifier(
-        "ce", hidden_sizes=(64,), dropout=0.0, max_epochs=25, patience=None, lr=1e-2,
-        batch_size=32, random_state=0,
-    ).fit(X, y)  # fmt: skip
+        "ce",
+        hidden_sizes=(64,),
+        dropout=0.0,
+        max_epochs=25,
+        patience=None,
+        lr=1e-2,
+        batch_size=32,
+        random_state=0,
+    ).fit(X, y)
     assert clf.n_epochs_ == 25  # no early stop, although this overfits
     valid = clf.history_[:, "valid_nll"]
     assert clf.best_epoch_ < 25 and valid[clf.best_epoch_ - 1] == min(valid)

@@ -109,9 +109,13 @@ def test_the_training_rows_refresh_only_their_own_cache_rows(iris, monkeypatch):
     X, y = iris
     seen = watch_cache(monkeypatch)
     NeSCalClassifier(
-        loss=NeSCalLoss(warmup=1), module=DropoutMLP, max_epochs=2, batch_size=150,
-        early_stopping=False, random_state=0,
-    ).fit(X, y)  # fmt: skip
+        loss=NeSCalLoss(warmup=1),
+        module=DropoutMLP,
+        max_epochs=2,
+        batch_size=150,
+        early_stopping=False,
+        random_state=0,
+    ).fit(X, y)
     (call,) = seen["calls"]
     assert sorted(call["indices"].tolist()) == list(range(150))
 
@@ -119,9 +123,14 @@ def test_the_training_rows_refresh_only_their_own_cache_rows(iris, monkeypatch):
 def test_penalised_fit_reports_its_status_without_warning(iris, recwarn):
     X, y = iris
     clf = NeSCalClassifier(
-        loss=NeSCalLoss(warmup=2), hidden_sizes=(16,), max_epochs=6, batch_size=32,
-        lr=1e-2, early_stopping=False, random_state=0,
-    ).fit(X, y)  # fmt: skip
+        loss=NeSCalLoss(warmup=2),
+        hidden_sizes=(16,),
+        max_epochs=6,
+        batch_size=32,
+        lr=1e-2,
+        early_stopping=False,
+        random_state=0,
+    ).fit(X, y)
     assert clf.graph_epoch_ == 3 and clf.penalty_status_ == "penalised"
     assert not [w for w in recwarn if issubclass(w.category, PenaltyInactiveWarning)]
     ce = NeSCalClassifier(loss="ce", hidden_sizes=(16,), max_epochs=2).fit(X, y)
@@ -135,9 +144,13 @@ def test_restoring_a_warmup_epoch_warns_and_says_so():
     X, y = make_classification(300, 10, n_informative=4, flip_y=0.3, random_state=0)
     clf = NeSCalClassifier(
         loss=ExperimentalNeSCalLoss(warmup="auto", warmup_patience=3, weight=50.0, graph="random"),
-        hidden_sizes=(128, 128), dropout=0.0, max_epochs=80, patience=4, batch_size=32,
+        hidden_sizes=(128, 128),
+        dropout=0.0,
+        max_epochs=80,
+        patience=4,
+        batch_size=32,
         random_state=0,
-    )  # fmt: skip
+    )
     with pytest.warns(PenaltyInactiveWarning) as record:
         clf.fit(X, y)
     assert clf.penalty_status_ == "warmup_checkpoint"
@@ -188,11 +201,16 @@ def test_auto_warmup_restores_the_weights_but_not_the_optimizer_state():
     warmup = WarmupEnd(None, patience=3, monitor="valid_loss")
     module = nn.Sequential(nn.Linear(10, 64), nn.ReLU(), nn.Linear(64, 2))
     net = NeSCalNet(
-        module=module, criterion=nn.CrossEntropyLoss, optimizer=torch.optim.AdamW, lr=1e-2,
-        max_epochs=30, batch_size=32,
+        module=module,
+        criterion=nn.CrossEntropyLoss,
+        optimizer=torch.optim.AdamW,
+        lr=1e-2,
+        max_epochs=30,
+        batch_size=32,
         callbacks=[("log", log), ("weights", weights), ("warmup", warmup)],
-        training_loss=CrossEntropyLoss(), verbose=0,
-    )  # fmt: skip
+        training_loss=CrossEntropyLoss(),
+        verbose=0,
+    )
     net.fit({"X": X, "index": np.arange(len(X))}, y)
     assert warmup.restored_epoch_ is not None
     end = net.warmup_end_epoch_  # 0-based first epoch after the warm-up
@@ -209,9 +227,14 @@ def test_auto_warmup_restores_the_weights_but_not_the_optimizer_state():
 def test_patience_counts_from_the_end_of_warmup():
     X, y = make_classification(400, 10, n_informative=4, flip_y=0.3, random_state=0)
     clf = NeSCalClassifier(
-        loss=NeSCalLoss(warmup=12, weight=50.0, graph="random"), hidden_sizes=(128, 128), dropout=0.0,
-        max_epochs=60, patience=3, batch_size=32, random_state=0,
-    )  # fmt: skip
+        loss=NeSCalLoss(warmup=12, weight=50.0, graph="random"),
+        hidden_sizes=(128, 128),
+        dropout=0.0,
+        max_epochs=60,
+        patience=3,
+        batch_size=32,
+        random_state=0,
+    )
     with pytest.warns(
         PenaltyInactiveWarning, match=re.escape("penalty_status_='warmup_checkpoint'")
     ):
@@ -272,9 +295,14 @@ def test_early_stopping_is_told_apart_from_a_keyboard_interrupt(iris, monkeypatc
     monkeypatch.setattr(StopAfterPatience, "on_epoch_end", spy)
     X, y = make_classification(400, 10, n_informative=4, flip_y=0.3, random_state=0)
     clf = NeSCalClassifier(
-        loss="ce", hidden_sizes=(128, 128), dropout=0.0, max_epochs=60, patience=3,
-        batch_size=32, random_state=0,
-    ).fit(X, y)  # fmt: skip
+        loss="ce",
+        hidden_sizes=(128, 128),
+        dropout=0.0,
+        max_epochs=60,
+        patience=3,
+        batch_size=32,
+        random_state=0,
+    ).fit(X, y)
     assert clf.n_epochs_ < 60 and stops == [clf.n_epochs_]
     assert clf.n_epochs_ == clf.best_epoch_ + 3
 
@@ -295,9 +323,13 @@ def test_the_callbacks_run_in_the_order_they_depend_on(iris, monkeypatch):
     monkeypatch.setattr(_classifier, "make_net", spy)
     X, y = iris
     NeSCalClassifier(
-        loss=NeSCalLoss(warmup=1), hidden_sizes=(8,), max_epochs=3, patience=2,
-        lr_schedule="cosine", random_state=0,
-    ).fit(X, y)  # fmt: skip
+        loss=NeSCalLoss(warmup=1),
+        hidden_sizes=(8,),
+        max_epochs=3,
+        patience=2,
+        lr_schedule="cosine",
+        random_state=0,
+    ).fit(X, y)
     assert seen["order"] == [
         "validation_nll",
         "warmup_end",
@@ -344,9 +376,12 @@ def test_skorch_computes_the_loss_with_the_criterion_the_fit_trains_with(iris, m
     monkeypatch.setattr(History, "record_batch", spy_record_batch)
     X, y = iris
     clf = NeSCalClassifier(
-        loss=NeSCalLoss(warmup=1, n_neighbors=3), hidden_sizes=(8,), max_epochs=3,
-        batch_size=256, random_state=0,
-    ).fit(X, y)  # fmt: skip
+        loss=NeSCalLoss(warmup=1, n_neighbors=3),
+        hidden_sizes=(8,),
+        max_epochs=3,
+        batch_size=256,
+        random_state=0,
+    ).fit(X, y)
     assert True in modes and False in modes
     # one validation batch per epoch: skorch's valid_loss is the criterion's NLL
     np.testing.assert_allclose(

@@ -187,8 +187,18 @@ def test_lr_schedule_applies_to_the_first_groups_and_the_unfrozen_group_keeps_it
         seen.append([group["lr"] for group in net.optimizer_.param_groups])
 
     monkeypatch.setattr(EpochLRSchedule, "on_epoch_begin", recording)
-    clf = _fit(X, y, module=_module(), loss="ce", freeze=["encoder*"], unfreeze_at=3,
-               unfreeze_lr=3e-5, lr=1e-3, lr_schedule="cosine", max_epochs=4)  # fmt: skip
+    clf = _fit(
+        X,
+        y,
+        module=_module(),
+        loss="ce",
+        freeze=["encoder*"],
+        unfreeze_at=3,
+        unfreeze_lr=3e-5,
+        lr=1e-3,
+        lr_schedule="cosine",
+        max_epochs=4,
+    )
     expected = [1e-3 * 0.5 * (1 + math.cos(math.pi * e / 4)) for e in range(4)]
     np.testing.assert_allclose(clf.history_[:, "event_lr"], expected, rtol=1e-6)
     np.testing.assert_allclose([lrs[0] for lrs in seen], expected, rtol=1e-6)

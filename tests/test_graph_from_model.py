@@ -51,7 +51,9 @@ def test_knn_graph_matches_scikit_learn_on_the_embeddings(data):
     embeddings, _ = embed_rows(net, data, embedding_layer="head")
     reference = NearestNeighbors(n_neighbors=7, metric="cosine").fit(embeddings.numpy())
     expected = reference.kneighbors(embeddings.numpy(), return_distance=False)[:, 1:]
-    agree = np.mean([set(a) == set(b) for a, b in zip(found.neighbors.numpy(), expected, strict=True)])
+    agree = np.mean(
+        [set(a) == set(b) for a, b in zip(found.neighbors.numpy(), expected, strict=True)]
+    )
     assert agree > 0.95  # ties between equal distances may order differently
     assert found.neighbors.dtype == torch.int64 and found.similarities is None
     assert found.seconds > 0
@@ -63,7 +65,9 @@ def test_random_control_draws_the_seeded_random_graph(data):
     )
     torch.testing.assert_close(found.neighbors, random_graph(60, 6, random_state=3))
     knn = neighbourhood_from_model(Net(), data, 6, embedding_layer="head", random_state=3).neighbors
-    shared = np.mean([len(set(a) & set(b)) for a, b in zip(found.neighbors.numpy(), knn.numpy(), strict=True)])
+    shared = np.mean(
+        [len(set(a) & set(b)) for a, b in zip(found.neighbors.numpy(), knn.numpy(), strict=True)]
+    )
     assert shared < 2  # about 6 * 6 / 59 by chance
 
 
@@ -84,7 +88,9 @@ def test_similarities_come_with_the_knn_graph_only(data):
 
 
 def test_errors_name_the_parameter(data):
-    with pytest.raises(ValueError, match=re.escape("graph must be one of ['knn', 'random']; got graph='full'.")):
+    with pytest.raises(
+        ValueError, match=re.escape("graph must be one of ['knn', 'random']; got graph='full'.")
+    ):
         neighbourhood_from_model(Net(), data, 4, graph="full")
     message = (
         "the embedding layer 'unused' (Linear) was not called in the forward pass of Net; "
@@ -93,5 +99,7 @@ def test_errors_name_the_parameter(data):
     )
     with pytest.raises(ValueError, match=re.escape(message)):
         neighbourhood_from_model(Net(), data, 4)
-    with pytest.raises(ValueError, match=re.escape("embedding_layer='nope' is not a submodule of Net")):
+    with pytest.raises(
+        ValueError, match=re.escape("embedding_layer='nope' is not a submodule of Net")
+    ):
         find_embedding_layer(Net(), "nope")

@@ -307,8 +307,11 @@ def test_the_library_never_imports_the_lab():
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
             if isinstance(node, ast.ImportFrom) and not node.level:
                 names = [node.module or ""]
-            found += [f"{path.relative_to(PACKAGE.parent)}:{node.lineno}" for n in names
-                      if n.split(".")[0] == "nescal_bench"]  # fmt: skip
+            found += [
+                f"{path.relative_to(PACKAGE.parent)}:{node.lineno}"
+                for n in names
+                if n.split(".")[0] == "nescal_bench"
+            ]
     assert found == []
     program = (
         "import sys, importlib, nescal_sklearn\n"
@@ -317,7 +320,9 @@ def test_the_library_never_imports_the_lab():
         "    importlib.import_module('nescal_sklearn.' + sub)\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'nescal_bench'))"
     )
-    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, check=True
+    )
     assert result.stdout.strip() == "[]"
 
 

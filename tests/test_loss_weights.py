@@ -383,15 +383,47 @@ def test_a_loss_without_sample_weight_still_works_unweighted_and_refuses_weights
 
 
 BAD_WEIGHTS = [
-    (torch.ones(3), ValueError, "sample_weight must have shape (n_samples,) = (2,); got shape (3,)."),
-    (torch.ones(2, 1), ValueError, "sample_weight must have shape (n_samples,) = (2,); got shape (2, 1)."),
-    (torch.tensor([1.0, -1.0]), ValueError, "sample_weight must be finite and >= 0; got -1.0 at row 1."),
-    (torch.tensor([float("nan"), 1.0]), ValueError, "sample_weight must be finite and >= 0; got nan at row 0."),
-    (torch.tensor([1.0, float("inf")]), ValueError, "sample_weight must be finite and >= 0; got inf at row 1."),
-    (torch.tensor([1, 2]), TypeError, "sample_weight must be a floating-point tensor; got torch.int64."),
-    ([1.0, 1.0], TypeError, "sample_weight must be None or a 1-D floating-point tensor of per-row weights; got list."),
-    (torch.ones(2, device="meta"), ValueError, "sample_weight must be on the device of logits (cpu); got meta."),
-]  # fmt: skip
+    (
+        torch.ones(3),
+        ValueError,
+        "sample_weight must have shape (n_samples,) = (2,); got shape (3,).",
+    ),
+    (
+        torch.ones(2, 1),
+        ValueError,
+        "sample_weight must have shape (n_samples,) = (2,); got shape (2, 1).",
+    ),
+    (
+        torch.tensor([1.0, -1.0]),
+        ValueError,
+        "sample_weight must be finite and >= 0; got -1.0 at row 1.",
+    ),
+    (
+        torch.tensor([float("nan"), 1.0]),
+        ValueError,
+        "sample_weight must be finite and >= 0; got nan at row 0.",
+    ),
+    (
+        torch.tensor([1.0, float("inf")]),
+        ValueError,
+        "sample_weight must be finite and >= 0; got inf at row 1.",
+    ),
+    (
+        torch.tensor([1, 2]),
+        TypeError,
+        "sample_weight must be a floating-point tensor; got torch.int64.",
+    ),
+    (
+        [1.0, 1.0],
+        TypeError,
+        "sample_weight must be None or a 1-D floating-point tensor of per-row weights; got list.",
+    ),
+    (
+        torch.ones(2, device="meta"),
+        ValueError,
+        "sample_weight must be on the device of logits (cpu); got meta.",
+    ),
+]
 
 OWNERS = [(name, FUNCTIONALS[name][0].__name__, _functional(name)) for name in sorted(FUNCTIONALS)]
 OWNERS += [("ce", "CrossEntropyLoss", CrossEntropyLoss())]
@@ -418,8 +450,12 @@ def test_cross_entropy_weights_need_batched_logits():
 
 # -- the NeSCal penalty ----------------------------------------------------------------------
 N_ROWS, N_CLASSES, K, BATCH = 30, 4, 3, 12
-VARIANTS = [("soft_target", "pairwise", 1.0), ("soft_target", "pairwise", 2.0),
-            ("js", "pairwise", 1.0), ("js", "mean", 1.0)]  # fmt: skip
+VARIANTS = [
+    ("soft_target", "pairwise", 1.0),
+    ("soft_target", "pairwise", 2.0),
+    ("js", "pairwise", 1.0),
+    ("js", "mean", 1.0),
+]
 ADAPTIVE = [None, "agreement", "density"]
 
 
@@ -570,9 +606,12 @@ def test_the_runtime_passes_the_weights_on_and_records_the_weighted_value():
     problem = _problem(15)
     variant = ("soft_target", "pairwise", 1.0)
     runtime = NeSCalRuntime(
-        _smoothing(problem, variant, None), weight=1.0, schedule="constant", start_epoch=0,
+        _smoothing(problem, variant, None),
+        weight=1.0,
+        schedule="constant",
+        start_epoch=0,
         end_epoch=5,
-    )  # fmt: skip
+    )
     value = runtime.penalty(
         problem["logits"], problem["indices"], problem["target"], sample_weight=problem["weights"]
     )
@@ -581,13 +620,37 @@ def test_the_runtime_passes_the_weights_on_and_records_the_weighted_value():
 
 
 BAD_PENALTY_WEIGHTS = [
-    (torch.ones(3), ValueError, "sample_weight must have shape (B,) = (2,), one weight per batch row; got shape (3,)."),
-    (torch.tensor([1.0, -0.5]), ValueError, "sample_weight must be finite and >= 0; got -0.5 at row 1."),
-    (torch.tensor([float("nan"), 1.0]), ValueError, "sample_weight must be finite and >= 0; got nan at row 0."),
-    (torch.tensor([1, 1]), TypeError, "sample_weight must be a floating-point tensor; got torch.int64."),
-    (np.ones(2), TypeError, "sample_weight must be None or a 1-D floating-point tensor of per-row weights; got ndarray."),
-    (torch.ones(2, device="meta"), ValueError, "sample_weight must be on the device of logits (cpu); got meta."),
-]  # fmt: skip
+    (
+        torch.ones(3),
+        ValueError,
+        "sample_weight must have shape (B,) = (2,), one weight per batch row; got shape (3,).",
+    ),
+    (
+        torch.tensor([1.0, -0.5]),
+        ValueError,
+        "sample_weight must be finite and >= 0; got -0.5 at row 1.",
+    ),
+    (
+        torch.tensor([float("nan"), 1.0]),
+        ValueError,
+        "sample_weight must be finite and >= 0; got nan at row 0.",
+    ),
+    (
+        torch.tensor([1, 1]),
+        TypeError,
+        "sample_weight must be a floating-point tensor; got torch.int64.",
+    ),
+    (
+        np.ones(2),
+        TypeError,
+        "sample_weight must be None or a 1-D floating-point tensor of per-row weights; got ndarray.",
+    ),
+    (
+        torch.ones(2, device="meta"),
+        ValueError,
+        "sample_weight must be on the device of logits (cpu); got meta.",
+    ),
+]
 
 
 @pytest.mark.parametrize(("weights", "error", "message"), BAD_PENALTY_WEIGHTS, ids=repr)

@@ -579,32 +579,47 @@ def test_object_equals_functional_form(name):
 
 
 INVALID = [
-    (LabelSmoothingLoss(epsilon=-0.1), ValueError,
-     "LabelSmoothingLoss: epsilon must be >= 0 and <= 1; got -0.1."),
-    (LabelSmoothingLoss(epsilon=1.5), ValueError,
-     "LabelSmoothingLoss: epsilon must be >= 0 and <= 1; got 1.5."),
-    (LabelSmoothingLoss(epsilon="0.1"), TypeError,
-     "LabelSmoothingLoss: epsilon must be a real number; got str '0.1'."),
+    (
+        LabelSmoothingLoss(epsilon=-0.1),
+        ValueError,
+        "LabelSmoothingLoss: epsilon must be >= 0 and <= 1; got -0.1.",
+    ),
+    (
+        LabelSmoothingLoss(epsilon=1.5),
+        ValueError,
+        "LabelSmoothingLoss: epsilon must be >= 0 and <= 1; got 1.5.",
+    ),
+    (
+        LabelSmoothingLoss(epsilon="0.1"),
+        TypeError,
+        "LabelSmoothingLoss: epsilon must be a real number; got str '0.1'.",
+    ),
     (FocalLoss(gamma=-1), ValueError, "FocalLoss: gamma must be >= 0; got -1."),
     (FocalLoss(gamma=float("nan")), ValueError, "FocalLoss: gamma must be >= 0; got nan."),
     (FocalLoss(gamma=float("inf")), ValueError, "FocalLoss: gamma must be finite; got inf."),
     (FocalLoss(gamma=True), TypeError, "FocalLoss: gamma must be a real number; got bool True."),
     (MMCELoss(weight=-2.0), ValueError, "MMCELoss: weight must be >= 0; got -2.0."),
-    (MMCELoss(weight=None), TypeError, "MMCELoss: weight must be a real number; got NoneType None."),
+    (
+        MMCELoss(weight=None),
+        TypeError,
+        "MMCELoss: weight must be a real number; got NoneType None.",
+    ),
     (MDCALoss(beta=-0.5), ValueError, "MDCALoss: beta must be >= 0; got -0.5."),
     (MDCALoss(beta=float("inf")), ValueError, "MDCALoss: beta must be finite; got inf."),
     (SoftAvUCLoss(beta=-1.0), ValueError, "SoftAvUCLoss: beta must be >= 0; got -1.0."),
-    (SoftAvUCLoss(temperature=0.0), ValueError,
-     "SoftAvUCLoss: temperature must be > 0; got 0.0."),
-    (SoftAvUCLoss(temperature=float("inf")), ValueError,
-     "SoftAvUCLoss: temperature must be finite; got inf."),
+    (SoftAvUCLoss(temperature=0.0), ValueError, "SoftAvUCLoss: temperature must be > 0; got 0.0."),
+    (
+        SoftAvUCLoss(temperature=float("inf")),
+        ValueError,
+        "SoftAvUCLoss: temperature must be finite; got inf.",
+    ),
     (SoftAvUCLoss(kappa=0.0), ValueError, "SoftAvUCLoss: kappa must be > 0 and < 1; got 0.0."),
     (SoftAvUCLoss(kappa=1), ValueError, "SoftAvUCLoss: kappa must be > 0 and < 1; got 1."),
     (MarginLoss(margin=-1.0), ValueError, "MarginLoss: margin must be >= 0; got -1.0."),
     (MarginLoss(margin=float("inf")), ValueError, "MarginLoss: margin must be finite; got inf."),
     (MarginLoss(weight=-0.1), ValueError, "MarginLoss: weight must be >= 0; got -0.1."),
     (MarginLoss(weight="x"), TypeError, "MarginLoss: weight must be a real number; got str 'x'."),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("obj", "error", "message"), INVALID, ids=repr)
@@ -623,22 +638,42 @@ def test_validate_accepts_boundaries_and_numpy_scalars():
 
 
 FUNCTIONAL_INVALID = [
-    (label_smoothing_loss, {"epsilon": 2.0}, ValueError,
-     "label_smoothing_loss: epsilon must be >= 0 and <= 1; got 2.0."),
+    (
+        label_smoothing_loss,
+        {"epsilon": 2.0},
+        ValueError,
+        "label_smoothing_loss: epsilon must be >= 0 and <= 1; got 2.0.",
+    ),
     (focal_loss, {"gamma": -0.5}, ValueError, "focal_loss: gamma must be >= 0; got -0.5."),
     (focal_loss, {"gamma": float("inf")}, ValueError, "focal_loss: gamma must be finite; got inf."),
-    (mmce_loss, {"weight": "2"}, TypeError,
-     "mmce_loss: weight must be a real number; got str '2'."),
+    (
+        mmce_loss,
+        {"weight": "2"},
+        TypeError,
+        "mmce_loss: weight must be a real number; got str '2'.",
+    ),
     (mdca_loss, {"beta": -1}, ValueError, "mdca_loss: beta must be >= 0; got -1."),
     (soft_avuc_loss, {"beta": -1}, ValueError, "soft_avuc_loss: beta must be >= 0; got -1."),
-    (soft_avuc_loss, {"temperature": -1.0}, ValueError,
-     "soft_avuc_loss: temperature must be > 0; got -1.0."),
-    (soft_avuc_loss, {"kappa": 1.0}, ValueError,
-     "soft_avuc_loss: kappa must be > 0 and < 1; got 1.0."),
+    (
+        soft_avuc_loss,
+        {"temperature": -1.0},
+        ValueError,
+        "soft_avuc_loss: temperature must be > 0; got -1.0.",
+    ),
+    (
+        soft_avuc_loss,
+        {"kappa": 1.0},
+        ValueError,
+        "soft_avuc_loss: kappa must be > 0 and < 1; got 1.0.",
+    ),
     (margin_loss, {"margin": -1.0}, ValueError, "margin_loss: margin must be >= 0; got -1.0."),
-    (margin_loss, {"weight": float("nan")}, ValueError,
-     "margin_loss: weight must be >= 0; got nan."),
-]  # fmt: skip
+    (
+        margin_loss,
+        {"weight": float("nan")},
+        ValueError,
+        "margin_loss: weight must be >= 0; got nan.",
+    ),
+]
 
 
 @pytest.mark.parametrize(("func", "kwargs", "error", "message"), FUNCTIONAL_INVALID)

@@ -150,9 +150,12 @@ class _Stack3(nn.Module):
 
 def test_training_loss_is_the_mean_of_member_losses():
     net = NeSCalNet(
-        module=ToyEnsemble, module__n_features=4, module__n_classes=3,
-        criterion=nn.CrossEntropyLoss, training_loss=get_loss("ce"),
-    ).initialize()  # fmt: skip
+        module=ToyEnsemble,
+        module__n_features=4,
+        module__n_classes=3,
+        criterion=nn.CrossEntropyLoss,
+        training_loss=get_loss("ce"),
+    ).initialize()
     net.history.new_epoch()
     net.history.new_batch()
     logits = torch.randn(6, 3, 3)
@@ -173,9 +176,12 @@ def test_training_loss_is_the_mean_of_member_losses():
 def test_estimator_with_an_ensemble_module():
     X, y = _data()
     clf = NeSCalClassifier(
-        NeSCalLoss(warmup=3, n_neighbors=5), module=ToyEnsemble, max_epochs=8,
-        batch_size=32, random_state=0,
-    ).fit(X, y)  # fmt: skip
+        NeSCalLoss(warmup=3, n_neighbors=5),
+        module=ToyEnsemble,
+        max_epochs=8,
+        batch_size=32,
+        random_state=0,
+    ).fit(X, y)
     assert clf.penalty_status_ == "penalised"
     with torch.no_grad():
         members = torch.softmax(clf.module_(torch.as_tensor(X)), -1).numpy()

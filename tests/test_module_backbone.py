@@ -85,14 +85,22 @@ def test_member_linear_rejects_a_wrong_input_shape():
 def test_single_member_network_keeps_the_old_parameter_names_and_shape():
     net = TabularMLP(6, 3, hidden_sizes=(8, 4))
     expected = [
-        "layers.0.weight", "layers.0.bias",  # Linear(6, 8), then ReLU, Dropout
-        "layers.3.weight", "layers.3.bias",  # Linear(8, 4), then ReLU, Dropout
-        "layers.6.weight", "layers.6.bias",  # Linear(4, 3): the output layer
-    ]  # fmt: skip
+        "layers.0.weight",
+        "layers.0.bias",  # Linear(6, 8), then ReLU, Dropout
+        "layers.3.weight",
+        "layers.3.bias",  # Linear(8, 4), then ReLU, Dropout
+        "layers.6.weight",
+        "layers.6.bias",  # Linear(4, 3): the output layer
+    ]
     assert list(net.state_dict()) == expected
     assert [tuple(net.state_dict()[k].shape) for k in expected] == [
-        (8, 6), (8,), (4, 8), (4,), (3, 4), (3,)
-    ]  # fmt: skip
+        (8, 6),
+        (8,),
+        (4, 8),
+        (4,),
+        (3, 4),
+        (3,),
+    ]
     assert [type(net.layers[i]) for i in (0, 3, 6)] == [nn.Linear] * 3
     assert net(torch.zeros(5, 6)).shape == (5, 3)
     assert net.embedding_layer_name == "layers.6"
@@ -146,9 +154,13 @@ def test_periodic_embedding_feeds_embedded_columns_then_the_others_unchanged():
     torch.manual_seed(0)
     embedded, d = [3, 0], 4
     net = TabularMLP(
-        5, 2, hidden_sizes=(7,), numeric_embedding="periodic", embedded_features=embedded,
+        5,
+        2,
+        hidden_sizes=(7,),
+        numeric_embedding="periodic",
+        embedded_features=embedded,
         numeric_embedding_dim=d,
-    ).eval()  # fmt: skip
+    ).eval()
     assert isinstance(net.embedding, PeriodicEmbeddings)
     assert net.layers[0].in_features == 2 * d + 3
     X = torch.randn(6, 5)
@@ -174,8 +186,9 @@ def test_periodic_embedding_feeds_embedded_columns_then_the_others_unchanged():
 
 def test_periodic_embedding_of_every_column_is_shared_by_the_members():
     torch.manual_seed(0)
-    net = TabularMLP(3, 2, hidden_sizes=(4,), n_members=3, numeric_embedding="periodic",
-                     numeric_embedding_dim=5).eval()  # fmt: skip
+    net = TabularMLP(
+        3, 2, hidden_sizes=(4,), n_members=3, numeric_embedding="periodic", numeric_embedding_dim=5
+    ).eval()
     X = torch.randn(6, 3)
     seen, handle = capture_input(net.layers[0])
     assert net(X).shape == (6, 3, 2)
@@ -204,8 +217,14 @@ def test_empty_embedded_features_means_the_raw_input():
 
 @pytest.mark.parametrize("n_members", [1, 3])
 def test_embedding_layer_name_is_the_output_layer_fed_the_penultimate_activations(n_members):
-    net = TabularMLP(5, 4, hidden_sizes=(9, 6), n_members=n_members,
-                     numeric_embedding="periodic", embedded_features=[1])  # fmt: skip
+    net = TabularMLP(
+        5,
+        4,
+        hidden_sizes=(9, 6),
+        n_members=n_members,
+        numeric_embedding="periodic",
+        embedded_features=[1],
+    )
     layer = dict(net.named_modules())[net.embedding_layer_name]
     assert layer is net.layers[-1]
     seen, handle = capture_input(layer)
@@ -270,10 +289,18 @@ def test_member_linear_rejects_bad_sizes():
 
 def test_build_module_passes_the_backbone_options_through():
     net = build_module(
-        None, None, n_features=4, n_classes=3,
-        mlp_kwargs={"hidden_sizes": (5,), "n_members": 2, "numeric_embedding": "periodic",
-                    "embedded_features": [0], "numeric_embedding_dim": 3},
-    )  # fmt: skip
+        None,
+        None,
+        n_features=4,
+        n_classes=3,
+        mlp_kwargs={
+            "hidden_sizes": (5,),
+            "n_members": 2,
+            "numeric_embedding": "periodic",
+            "embedded_features": [0],
+            "numeric_embedding_dim": 3,
+        },
+    )
     assert isinstance(net.layers[0], MemberLinear) and net.layers[0].in_features == 3 + 3
     assert net(torch.zeros(2, 4)).shape == (2, 2, 3)
 
@@ -281,8 +308,15 @@ def test_build_module_passes_the_backbone_options_through():
 @pytest.mark.determinism
 def test_pickle_and_torch_save_round_trip_of_a_periodic_ensemble():
     torch.manual_seed(0)
-    net = TabularMLP(5, 3, hidden_sizes=(6,), n_members=2, numeric_embedding="periodic",
-                     embedded_features=[4, 1], numeric_embedding_dim=3).eval()  # fmt: skip
+    net = TabularMLP(
+        5,
+        3,
+        hidden_sizes=(6,),
+        n_members=2,
+        numeric_embedding="periodic",
+        embedded_features=[4, 1],
+        numeric_embedding_dim=3,
+    ).eval()
     X = torch.randn(7, 5)
     expected = net(X)
     by_pickle = pickle.loads(pickle.dumps(net))
@@ -293,7 +327,14 @@ def test_pickle_and_torch_save_round_trip_of_a_periodic_ensemble():
     for restored in (by_pickle, by_torch):
         torch.testing.assert_close(restored(X), expected, atol=0, rtol=0)
     # The state_dict alone rebuilds it too: the column indices are constructor arguments.
-    rebuilt = TabularMLP(5, 3, hidden_sizes=(6,), n_members=2, numeric_embedding="periodic",
-                         embedded_features=[4, 1], numeric_embedding_dim=3).eval()  # fmt: skip
+    rebuilt = TabularMLP(
+        5,
+        3,
+        hidden_sizes=(6,),
+        n_members=2,
+        numeric_embedding="periodic",
+        embedded_features=[4, 1],
+        numeric_embedding_dim=3,
+    ).eval()
     rebuilt.load_state_dict(net.state_dict())
     torch.testing.assert_close(rebuilt(X), expected, atol=0, rtol=0)

@@ -49,8 +49,11 @@ def test_build_runtime_leaves_the_spec_untouched_and_clones_cleanly():
     assert vars(spec) == before
     assert isinstance(runtime, NeSCalRuntime)
     assert (runtime.weight, runtime.schedule, runtime.start_epoch, runtime.end_epoch) == (
-        0.7, "cosine", 4, 14,
-    )  # fmt: skip
+        0.7,
+        "cosine",
+        4,
+        14,
+    )
     assert runtime.smoothing.neighbors.shape == (20, 3)
     assert clone(spec).get_params() == spec.get_params()
     assert len(pickle.dumps(spec)) < 1000  # settings only

@@ -44,7 +44,8 @@ print("ok")
 
 
 def test_the_library_fits_without_pandas_or_pyarrow():
-    result = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, capture_output=True,
-                            text=True, timeout=300)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-c", SCRIPT], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip() == "ok"

@@ -42,7 +42,9 @@ PINNED = {
 
 def test_the_keys_of_a_fixed_config_are_those_of_record_format_3():
     assert RECORD_FORMAT == 3
-    config = validate_config(json.loads((DATA / "format3_config.json").read_text()), check_files=False)
+    config = validate_config(
+        json.loads((DATA / "format3_config.json").read_text()), check_files=False
+    )
     index = plan_run(config).index.entries
     assert len(index) == 20
     for (dataset, method, point, seed), key in PINNED.items():
@@ -63,11 +65,20 @@ def test_records_written_by_the_format_3_runner_are_read(old_folder, tmp_path):
         results = load_results(old_folder)
     assert sorted(records) == sorted(p.stem for p in (old_folder / "records").glob("*.json"))
     assert len(records) == 5 and results.stale == [] and results.failures == []
-    assert {m: len(r) for m, r in results.reported()["sklearn-iris"].items()} == {"ce": 1, "ls": 1, "logreg": 1}
+    assert {m: len(r) for m, r in results.reported()["sklearn-iris"].items()} == {
+        "ce": 1,
+        "ls": 1,
+        "logreg": 1,
+    }
     assert write_report(old_folder)["markdown"].read_text().count("sklearn-iris") > 1
 
     # the same config, run again into that folder, finds every fit done (same keys)
     data = json.loads((old_folder / "run.json").read_text())
     config = validate_config({**data, "output": str(old_folder)})
     summary = run_benchmark(config, resume=True, progress=False, report=False)
-    assert (summary.n_finished, summary.n_skipped, summary.failures, summary.stale) == (0, 5, [], [])
+    assert (summary.n_finished, summary.n_skipped, summary.failures, summary.stale) == (
+        0,
+        5,
+        [],
+        [],
+    )

@@ -364,11 +364,17 @@ def test_a_second_process_is_refused_while_a_runner_holds_the_folder(tmp_path):
     output = tmp_path / "results"
     output.mkdir()
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from nescal_bench._runner import output_lock\n"
-         f"with output_lock(__import__('pathlib').Path({str(output)!r})):\n"
-         "    print('held', flush=True); time.sleep(60)"],
-        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from nescal_bench._runner import output_lock\n"
+            f"with output_lock(__import__('pathlib').Path({str(output)!r})):\n"
+            "    print('held', flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     try:
         assert holder.stdout.readline() == "held\n"
         with pytest.raises(RunError, match="is in use by another nescal-bench run"):
@@ -395,21 +401,39 @@ def test_a_resumed_run_removes_the_temporary_files_a_dead_runner_left(reference,
 @pytest.mark.parametrize(
     "change, problem",
     [
-        (lambda r: r["test"]["raw"].update(nll="x"), 'test.raw.nll: input should be a valid number, got "x"'),
-        (lambda r: r["test"]["raw"].update(nll=float("inf")), "test.raw.nll: input should be a finite number, got Infinity"),
-        (lambda r: r["conditions"].update(far={"raw": {"auroc": float("nan")}}),
-         "conditions.far.raw.auroc: input should be a finite number, got NaN"),
+        (
+            lambda r: r["test"]["raw"].update(nll="x"),
+            'test.raw.nll: input should be a valid number, got "x"',
+        ),
+        (
+            lambda r: r["test"]["raw"].update(nll=float("inf")),
+            "test.raw.nll: input should be a finite number, got Infinity",
+        ),
+        (
+            lambda r: r["conditions"].update(far={"raw": {"auroc": float("nan")}}),
+            "conditions.far.raw.auroc: input should be a finite number, got NaN",
+        ),
         (lambda r: r.update(seed=-1), "seed: input should be greater than or equal to 0, got -1"),
         (lambda r: r.update(point=[]), "point: input should be a valid dictionary, got []"),
         (lambda r: r["data"].pop("n_train"), "data.n_train: required key missing"),
-        (lambda r: r["run"].update(fit_seconds=None), "run.fit_seconds: input should be a valid number, got null"),
-        (lambda r: r["validation"].pop("raw"), "'validation' has the stages [] but 'test' has ['raw']"),
-        (lambda r: r.update(key="0" * 20), "its 'key' is '00000000000000000000', not the "
-         "file's name '{key}'"),
-        (lambda r: r["reliability"]["raw"].update(counts=[1.5]), "reliability.raw.counts[0]: input should be "
-         "a valid integer, got 1.5"),
+        (
+            lambda r: r["run"].update(fit_seconds=None),
+            "run.fit_seconds: input should be a valid number, got null",
+        ),
+        (
+            lambda r: r["validation"].pop("raw"),
+            "'validation' has the stages [] but 'test' has ['raw']",
+        ),
+        (
+            lambda r: r.update(key="0" * 20),
+            "its 'key' is '00000000000000000000', not the file's name '{key}'",
+        ),
+        (
+            lambda r: r["reliability"]["raw"].update(counts=[1.5]),
+            "reliability.raw.counts[0]: input should be a valid integer, got 1.5",
+        ),
     ],
-)  # fmt: skip
+)
 def test_record_schema_names_what_is_wrong(change, problem, reference):
     source, expected = reference
     key = sorted(expected)[0]

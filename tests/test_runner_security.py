@@ -62,11 +62,22 @@ def test_a_manifest_name_never_becomes_a_path(tmp_path):
     data = tmp_path / "data"
     data.mkdir()
     (data / "d.parquet").write_bytes(b"")
-    manifest = [{"name": "../../../escaped/pwned", "file": "d.parquet", "n_rows": 8, "n_features": 2,
-                 "n_classes": 2}]  # fmt: skip
+    manifest = [
+        {
+            "name": "../../../escaped/pwned",
+            "file": "d.parquet",
+            "n_rows": 8,
+            "n_features": 2,
+            "n_classes": 2,
+        }
+    ]
     (data / "manifest.json").write_text(json.dumps(manifest))
-    config = {**TINY, "datasets": [{"local": "../../../escaped/pwned"}], "data_dir": str(data),
-              "output": str(tmp_path / "out")}  # fmt: skip
+    config = {
+        **TINY,
+        "datasets": [{"local": "../../../escaped/pwned"}],
+        "data_dir": str(data),
+        "output": str(tmp_path / "out"),
+    }
     with pytest.raises(ConfigError) as info:
         validate_config(config)
     assert str(info.value) == f'datasets[0].local: {NAME}"../../../escaped/pwned"'
@@ -87,8 +98,10 @@ def test_report_on_a_crafted_results_folder_writes_nothing_outside_it(finished, 
 
 
 def test_method_and_condition_names_are_checked_too():
-    for key, entry, path in (("methods", {**TINY["methods"][0], "name": "../lr"}, "methods[0].name"),
-                             ("conditions", {"kind": "scaled_rows", "name": "a/b"}, "conditions[0].name")):  # fmt: skip
+    for key, entry, path in (
+        ("methods", {**TINY["methods"][0], "name": "../lr"}, "methods[0].name"),
+        ("conditions", {"kind": "scaled_rows", "name": "a/b"}, "conditions[0].name"),
+    ):
         with pytest.raises(ConfigError) as info:
             validate_config({**TINY, key: [entry]}, check_files=False)
         assert str(info.value) == f'{path}: {NAME}"{entry["name"]}"'
@@ -124,7 +137,11 @@ def test_symlinks_where_the_report_writes_are_replaced_not_written_through(finis
     (folder / "figures" / "sklearn-iris.png").symlink_to(victims["png"])
     assert main(["report", str(folder)]) == 0
     assert all(victim.read_text() == "precious" for victim in victims.values())
-    for path in (folder / "report.md", folder / "report.html", folder / "figures" / "sklearn-iris.png"):
+    for path in (
+        folder / "report.md",
+        folder / "report.html",
+        folder / "figures" / "sklearn-iris.png",
+    ):
         assert path.is_file() and not path.is_symlink()
     # a figures folder that is a link is replaced by a real one
     shutil.rmtree(folder / "figures")
@@ -149,8 +166,14 @@ def test_corrupt_records_never_move_through_a_symlink(finished, tmp_path):
         f"{records / ('a' * 20 + '.json')}: skipped, not a valid record: a symbolic link, which is "
         f"never followed; moved to {records / 'corrupt' / ('a' * 20 + '.json')}; run --resume fits it again"
     )
-    assert not (records / "corrupt").is_symlink() and (records / "corrupt" / f"{'a' * 20}.json").is_symlink()
-    assert not list((tmp_path / "victim_dir").iterdir()) and (tmp_path / "elsewhere.json").read_text() == "{}"
+    assert (
+        not (records / "corrupt").is_symlink()
+        and (records / "corrupt" / f"{'a' * 20}.json").is_symlink()
+    )
+    assert (
+        not list((tmp_path / "victim_dir").iterdir())
+        and (tmp_path / "elsewhere.json").read_text() == "{}"
+    )
 
 
 # --------------------------------------------------------------------------- X08
@@ -210,13 +233,30 @@ class Net(torch.nn.Module):
 @pytest.mark.parametrize("how", ["module", "pythonpath"])
 def test_validate_imports_no_module_a_config_names(tmp_path, how):
     (tmp_path / "evil_mod.py").write_text(EVIL)
-    config = {**TINY, "recipe": "2026-12-04", "output": str(tmp_path / "out"), "methods": [
-        {"name": "evil", "estimator": "evil_mod.Evil"}, {"name": "zen", "estimator": "this.X"},
-        {"name": "net", "loss": "ce", "params": {"module": "evil_mod.Net", "max_epochs": 1}}]}  # fmt: skip
+    config = {
+        **TINY,
+        "recipe": "2026-12-04",
+        "output": str(tmp_path / "out"),
+        "methods": [
+            {"name": "evil", "estimator": "evil_mod.Evil"},
+            {"name": "zen", "estimator": "this.X"},
+            {"name": "net", "loss": "ce", "params": {"module": "evil_mod.Net", "max_epochs": 1}},
+        ],
+    }
     (tmp_path / "cfg.json").write_text(json.dumps(config))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp_path)] * (how == "pythonpath") or [str(ROOT)])}
-    result = subprocess.run([sys.executable, "-m", "nescal_bench.cli", "validate", "cfg.json"], cwd=tmp_path,
-                            capture_output=True, text=True, env=env)  # fmt: skip
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(
+            [str(ROOT), str(tmp_path)] * (how == "pythonpath") or [str(ROOT)]
+        ),
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "nescal_bench.cli", "validate", "cfg.json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout == (
         "cfg.json: valid (1 datasets, 3 methods, 3 grid points, 1 calibrators, 0 conditions)\n"
@@ -301,19 +341,29 @@ def test_a_planted_pickle_in_a_config_named_openml_cache_never_runs(cache, tmp_p
 
     marker = tmp_path / "PWNED_openml_pickle"
     test = cache / "org" / "openml" / "test"
-    for path in (test / "tasks" / "1882" / "datasplits.pkl.py3", test / "datasets" / "2" / "dataset.pkl.py3",
-                 test / "datasets" / "2" / "features.xml.pkl"):  # fmt: skip
+    for path in (
+        test / "tasks" / "1882" / "datasplits.pkl.py3",
+        test / "datasets" / "2" / "dataset.pkl.py3",
+        test / "datasets" / "2" / "features.xml.pkl",
+    ):
         path.write_bytes(pickle.dumps(_Payload(marker)))
-    task = load_openml_task(1882, OpenMLSettings(cache_dir=str(cache), server=TEST_SERVER, n_retries=1))
+    task = load_openml_task(
+        1882, OpenMLSettings(cache_dir=str(cache), server=TEST_SERVER, n_retries=1)
+    )
     assert task.X.shape == (898, 38)  # parsed from the ARFF files, not from the pickles
     assert not marker.exists()
-    assert not list(cache.rglob("*.pkl*")) or all(p.read_bytes() == pickle.dumps(_Payload(marker))
-                                                  for p in cache.rglob("*.pkl*"))  # untouched  # fmt: skip
+    assert not list(cache.rglob("*.pkl*")) or all(
+        p.read_bytes() == pickle.dumps(_Payload(marker)) for p in cache.rglob("*.pkl*")
+    )  # untouched
 
 
 def test_offline_refuses_a_task_that_is_not_cached(cache, tmp_path, capsys):
-    config = {**TINY, "output": str(tmp_path / "out"), "datasets": [{"openml_task": 1882}, {"openml_task": 31}],
-              "openml": {"cache_dir": str(cache), "server": TEST_SERVER, "n_retries": 1}}  # fmt: skip
+    config = {
+        **TINY,
+        "output": str(tmp_path / "out"),
+        "datasets": [{"openml_task": 1882}, {"openml_task": 31}],
+        "openml": {"cache_dir": str(cache), "server": TEST_SERVER, "n_retries": 1},
+    }
     (tmp_path / "cfg.json").write_text(json.dumps(config))
     missing = cache / "org" / "openml" / "test" / "tasks" / "31" / "task.xml"
     for extra in (["--dry-run"], []):
@@ -325,4 +375,7 @@ def test_offline_refuses_a_task_that_is_not_cached(cache, tmp_path, capsys):
     assert not (tmp_path / "out").exists()
     config["datasets"] = [{"openml_task": 1882}]  # cached: it runs offline
     (tmp_path / "cfg.json").write_text(json.dumps(config))
-    assert run_benchmark(load_config(tmp_path / "cfg.json"), offline=True, progress=False).n_finished == 1
+    assert (
+        run_benchmark(load_config(tmp_path / "cfg.json"), offline=True, progress=False).n_finished
+        == 1
+    )

@@ -121,9 +121,14 @@ def test_early_stopping_watches_the_weighted_validation_nll(iris, criterion):
     train, valid = np.arange(0, 150, 2), np.arange(1, 150, 2)
     w_val = rng.uniform(0.1, 3.0, len(valid))
     clf = _fit(
-        X[train], y[train], early_stopping=criterion, max_epochs=8, X_val=X[valid],
-        y_val=y[valid], sample_weight_val=w_val,
-    )  # fmt: skip
+        X[train],
+        y[train],
+        early_stopping=criterion,
+        max_epochs=8,
+        X_val=X[valid],
+        y_val=y[valid],
+        sample_weight_val=w_val,
+    )
     best = clf.best_epoch_ - 1
     proba = clf.predict_proba(X[valid])
     expected = log_loss(y[valid], proba, sample_weight=w_val)
@@ -167,9 +172,11 @@ def test_routing_through_pipeline_and_grid_search(iris):
             )
     direct = _fit(StandardScaler().fit_transform(X), y, sample_weight=sw)
     np.testing.assert_allclose(
-        routed.predict_proba(X), direct.predict_proba(StandardScaler().fit(X).transform(X)),
-        rtol=1e-5, atol=1e-6,
-    )  # fmt: skip
+        routed.predict_proba(X),
+        direct.predict_proba(StandardScaler().fit(X).transform(X)),
+        rtol=1e-5,
+        atol=1e-6,
+    )
     # The scores were computed (a routing error would leave them NaN with a warning).
     assert np.isfinite(search.cv_results_["mean_test_score"]).all()
 

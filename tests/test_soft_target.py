@@ -44,7 +44,9 @@ def test_gradient_pulls_toward_the_neighbours_and_ignores_them():
     neighbours = torch.log(torch.tensor([[[0.7, 0.2, 0.1]]])).requires_grad_()
     soft_target_penalty(torch.log_softmax(logits, -1), neighbours).backward()
     # d KL / d logits = p - target
-    np.testing.assert_allclose(logits.grad.numpy(), [[1 / 3 - 0.7, 1 / 3 - 0.2, 1 / 3 - 0.1]], atol=1e-6)
+    np.testing.assert_allclose(
+        logits.grad.numpy(), [[1 / 3 - 0.7, 1 / 3 - 0.2, 1 / 3 - 0.1]], atol=1e-6
+    )
     assert neighbours.grad is None  # the cached target is a constant
 
 
@@ -73,7 +75,8 @@ def test_errors():
     ):
         soft_target_penalty(torch.zeros(1, 2), torch.zeros(1, 1, 3))
     with pytest.raises(
-        ValueError, match=re.escape("NeSCalLoss: divergence must be one of ['js', 'soft_target']; got 'kl'.")
+        ValueError,
+        match=re.escape("NeSCalLoss: divergence must be one of ['js', 'soft_target']; got 'kl'."),
     ):
         NeSCalLoss(divergence="kl").validate()
     with pytest.raises(

@@ -297,18 +297,30 @@ def neighbourhood_from_model(
         per_member = embeddings.reshape(len(embeddings), n_members, -1)
         found = [
             _search(
-                per_member[:, m], n_neighbors, graph, reduction, n_components, method,
-                random_state, return_similarities,
+                per_member[:, m],
+                n_neighbors,
+                graph,
+                reduction,
+                n_components,
+                method,
+                random_state,
+                return_similarities,
             )
             for m in range(n_members)
-        ]  # fmt: skip
+        ]
         neighbors = np.stack([f[0] for f in found])
         sims = None if not return_similarities else np.stack([f[1] for f in found])
     else:
         neighbors, sims = _search(
-            embeddings, n_neighbors, graph, reduction, n_components, method, random_state,
+            embeddings,
+            n_neighbors,
+            graph,
+            reduction,
+            n_components,
+            method,
+            random_state,
             return_similarities,
-        )  # fmt: skip
+        )
     device = log_probs.device
     neighbors = torch.as_tensor(neighbors, dtype=torch.int64, device=device)
     similarities = None if sims is None else torch.as_tensor(sims, dtype=torch.float32).to(device)

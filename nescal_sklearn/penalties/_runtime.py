@@ -97,9 +97,12 @@ class NeSCalRuntime:
             raise ValueError(f"cache must be one of {list(CACHE_MODES)}; got {cache!r}.")
         # Validates weight, schedule and the epochs once, here, not at the first epoch.
         penalty_weight(
-            start_epoch, weight=weight, schedule=schedule, start_epoch=start_epoch,
+            start_epoch,
+            weight=weight,
+            schedule=schedule,
+            start_epoch=start_epoch,
             end_epoch=end_epoch,
-        )  # fmt: skip
+        )
         self.smoothing = smoothing
         self.weight = float(weight)
         self.schedule = schedule
