@@ -515,3 +515,35 @@ def test_max_time_ends_training_and_keeps_the_best_epoch():
     same = same.set_params(random_state=0, lr_schedule="constant").fit(X, y)
     assert not same.stopped_on_time_
     np.testing.assert_array_equal(clf.predict_proba(X), same.predict_proba(X))
+
+
+def test_max_row_epochs_cuts_the_epochs_and_auto_batches_grow_with_the_rows():
+    from nescal_sklearn.estimator._settings import AUTO_BATCH_SIZES
+
+    X, y = make_classification(500, n_features=6, random_state=0)
+    clf = NeSCalClassifier("ce", hidden_sizes=(8,), max_row_epochs=1000, batch_size="auto")
+    clf.set_params(random_state=0, patience=False).fit(X, y)
+    # 400 training rows (validation_fraction 0.2): ceil(1000 / 400) = 3 epochs, batch 256
+    assert clf.n_epochs_ == 3 and clf.params_["max_epochs"] == 3
+    assert clf.params_["batch_size"] == 256 and clf.params_["max_row_epochs"] == 1000
+    # the same fit with those settings given outright: the same model
+    same = NeSCalClassifier("ce", hidden_sizes=(8,), max_epochs=3, batch_size=256)
+    same.set_params(random_state=0, patience=False).fit(X, y)
+    np.testing.assert_array_equal(clf.predict_proba(X), same.predict_proba(X))
+    settings = NeSCalClassifier(batch_size="auto").check_params()
+    assert [settings.for_rows(n).batch_size for n in (31_999, 32_000, 107_999, 108_000)] == [
+        256,
+        512,
+        512,
+        1024,
+    ]
+    assert AUTO_BATCH_SIZES[0] == (0, 256)
+    message = (
+        "loss__warmup=5 ends the warm-up at epoch 6, after the last of the 3 epochs that "
+        "max_row_epochs=1000 leaves for 400 training rows: the neighbour graph would never "
+        "be built. Pass a shorter warmup, a fraction in [0, 1), or a larger max_row_epochs."
+    )
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        NeSCalClassifier(max_row_epochs=1000, hidden_sizes=(8,)).set_params(loss__warmup=5).fit(
+            X, y
+        )

@@ -120,8 +120,14 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         the last ``nn.Linear``.
     max_epochs : int or None, default=None
         Training budget in epochs (recipe: 256).
-    batch_size : int or None, default=None
-        Mini-batch size (recipe: 256).
+    max_row_epochs : int or None, default=None
+        Training budget in rows seen (training rows × epochs): ``max_epochs`` is cut to
+        ``ceil(max_row_epochs / n_train)`` where that is fewer, so the budget of a fit
+        stops growing with its rows, and the learning-rate schedule spans the epochs
+        left. Recipe: None (no cut).
+    batch_size : int, "auto" or None, default=None
+        Mini-batch size (recipe: 256). ``"auto"`` grows it with the training rows
+        (TabM's rule): 256 below 32,000 rows, 512 below 108,000, 1,024 from there on.
     lr : float or None, default=None
         AdamW learning rate (recipe: 3e-3).
     weight_decay : float or None, default=None
@@ -262,7 +268,12 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         "categorical_features": [None, ColumnLayout, list, tuple, np.ndarray],
         "embedding_layer": [None, str],
         "max_epochs": [None, Interval(numbers.Integral, 1, None, closed="left")],
-        "batch_size": [None, Interval(numbers.Integral, 1, None, closed="left")],
+        "max_row_epochs": [None, Interval(numbers.Integral, 1, None, closed="left")],
+        "batch_size": [
+            None,
+            Interval(numbers.Integral, 1, None, closed="left"),
+            StrOptions({"auto"}),
+        ],
         "lr": [None, Interval(numbers.Real, 0.0, None, closed="neither")],
         "weight_decay": [None, Interval(numbers.Real, 0.0, None, closed="left")],
         "lr_schedule": [None, StrOptions(set(LR_SCHEDULES))],
@@ -294,7 +305,8 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         categorical_features: ColumnLayout | Sequence[Sequence[int]] | None = None,
         embedding_layer: str | None = None,
         max_epochs: int | None = None,
-        batch_size: int | None = None,
+        max_row_epochs: int | None = None,
+        batch_size: int | str | None = None,
         lr: float | None = None,
         weight_decay: float | None = None,
         lr_schedule: str | None = None,
@@ -322,6 +334,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         self.categorical_features = categorical_features
         self.embedding_layer = embedding_layer
         self.max_epochs = max_epochs
+        self.max_row_epochs = max_row_epochs
         self.batch_size = batch_size
         self.lr = lr
         self.weight_decay = weight_decay
@@ -390,6 +403,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
             data = prepare_fit_data(
                 self, settings, X, y, sample_weight, X_val, y_val, sample_weight_val, rng
             )
+            settings = settings.for_rows(len(data.X_train))
             plan = plan_neighbours(settings, data)
             device = training_device(settings.device)
             with torch.random.fork_rng(devices=[]):

@@ -177,7 +177,7 @@ LATEST_RECIPE = max(RECIPES)
 
 #: Values that reproduce the fits made before a parameter existed, for parameters that a
 #: recipe does not name (parameters added after it was frozen).
-BEFORE_RECIPES: Mapping[str, Any] = MappingProxyType({})
+BEFORE_RECIPES: Mapping[str, Any] = MappingProxyType({"max_row_epochs": None})
 
 
 def get_recipe(name: str | None = None) -> Recipe:

@@ -10,8 +10,9 @@ as ``get_params(deep=True)`` spells it (``"max_epochs"``, ``"loss__warmup"``).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -29,7 +30,14 @@ from ..preprocessing import ColumnLayout
 from ._freeze import check_freeze_patterns
 from ._recipes import BEFORE_RECIPES, get_recipe
 
-__all__ = ["CRITERIA", "RECIPE_PARAMS", "Criterion", "FitSettings", "resolve_settings"]
+__all__ = [
+    "AUTO_BATCH_SIZES",
+    "CRITERIA",
+    "RECIPE_PARAMS",
+    "Criterion",
+    "FitSettings",
+    "resolve_settings",
+]
 
 #: Parameters that default to None and take their value from the recipe.
 RECIPE_PARAMS = (
@@ -38,6 +46,7 @@ RECIPE_PARAMS = (
     "activation",
     "lr_schedule",
     "max_epochs",
+    "max_row_epochs",
     "batch_size",
     "lr",
     "weight_decay",
@@ -47,7 +56,12 @@ RECIPE_PARAMS = (
 )
 
 #: Integer parameters, which refuse a bool (True is an ``int`` to Python).
-INT_PARAMS = ("max_epochs", "batch_size", "patience", "unfreeze_at", "n_threads")
+INT_PARAMS = ("max_epochs", "max_row_epochs", "batch_size", "patience", "unfreeze_at", "n_threads")
+
+#: ``batch_size="auto"``: (fewest training rows, batch size), TabM's rule by the training
+#: rows (which AutoGluon's TabM uses above 6,400 rows): 256 below 32,000, then 512, and
+#: 1,024 from 108,000.
+AUTO_BATCH_SIZES = ((0, 256), (32_000, 512), (108_000, 1024))
 
 
 @dataclass(frozen=True)
@@ -84,9 +98,10 @@ class FitSettings:
         for it), a clone of a loss object; validated, and never changed by the fit.
     loss_name : str or None
         The registered name the loss was given by; None for a loss object.
-    hidden_sizes, dropout, activation, lr_schedule, max_epochs, batch_size, lr, \
-weight_decay, validation_fraction
-        As the parameters, the recipe's where they were None.
+    hidden_sizes, dropout, activation, lr_schedule, max_epochs, max_row_epochs, \
+batch_size, lr, weight_decay, validation_fraction
+        As the parameters, the recipe's where they were None (after :meth:`for_rows`,
+        ``batch_size`` and ``max_epochs`` are those of the data's training rows).
     early_stopping : {"nll", "refinement"} or False
         The stopping criterion (True is ``"nll"``), or False.
     patience : int or False
@@ -113,7 +128,8 @@ device, random_state, verbose
     activation: str
     lr_schedule: str
     max_epochs: int
-    batch_size: int
+    max_row_epochs: int | None
+    batch_size: int | str
     lr: float
     weight_decay: float
     early_stopping: str | bool
@@ -138,6 +154,36 @@ device, random_state, verbose
         if name not in {field.name for field in fields(self)}:
             raise KeyError(name)
         return getattr(self, name)
+
+    def for_rows(self, n_train: int) -> FitSettings:
+        """These settings for ``n_train`` training rows: ``batch_size="auto"`` resolved
+        (:data:`AUTO_BATCH_SIZES`), and ``max_epochs`` cut to
+        ``ceil(max_row_epochs / n_train)`` where that is fewer.
+
+        Raises
+        ------
+        ParameterError
+            When a fixed NeSCal warm-up would then outlast the epochs.
+        """
+        batch_size = self.batch_size
+        if batch_size == "auto":
+            batch_size = max(size for rows, size in AUTO_BATCH_SIZES if n_train >= rows)
+        max_epochs = self.max_epochs
+        if self.max_row_epochs is not None:
+            max_epochs = min(max_epochs, math.ceil(self.max_row_epochs / max(n_train, 1)))
+        loss = self.loss
+        if loss.uses_neighbours and loss.warmup != "auto" and max_epochs < self.max_epochs:
+            fixed = loss.warmup_epochs(max_epochs)
+            if fixed >= max_epochs:
+                raise ParameterError(
+                    "loss__warmup",
+                    f"loss__warmup={loss.warmup!r} ends the warm-up at epoch {fixed + 1}, "
+                    f"after the last of the {max_epochs} epochs that "
+                    f"max_row_epochs={self.max_row_epochs} leaves for {n_train} training "
+                    "rows: the neighbour graph would never be built. Pass a shorter "
+                    "warmup, a fraction in [0, 1), or a larger max_row_epochs.",
+                )
+        return replace(self, batch_size=batch_size, max_epochs=max_epochs)
 
     @property
     def criterion(self) -> Criterion | None:
