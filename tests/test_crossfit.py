@@ -268,3 +268,14 @@ def test_the_cv_modes_oof_proba_is_held_out_for_the_model_and_the_map(cancer):
                 rtol=1e-5,
                 atol=2e-15,  # no calibrated probability is below 1e-15 (the floor)
             )
+
+
+def test_calibration_lowest_takes_the_map_of_lowest_held_out_nll(cancer):
+    X, y = cancer
+    auto = CrossFitClassifier([("lr", _lr())], cv=3, random_state=0).fit(X, y)
+    lowest = CrossFitClassifier([("lr", _lr())], cv=3, random_state=0, calibration="lowest")
+    lowest.fit(X, y)
+    # the same folds and inner splits: the same scores, another rule
+    assert lowest.calibration_scores_ == auto.calibration_scores_
+    scores = lowest.calibration_scores_
+    assert lowest.calibration_ == min(scores, key=scores.get)

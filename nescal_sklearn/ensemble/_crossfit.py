@@ -97,9 +97,12 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
         or ``predict_proba``.
     cv : int or cross-validation splitter, default=5
         Folds: an int is ``StratifiedKFold(cv, shuffle=True, random_state=random_state)``.
-    calibration : {"auto", "identity", "temperature", "quadratic", "sms"}, default="auto"
+    calibration : {"auto", "lowest", "identity", "temperature", "quadratic", "sms"}, \
+default="auto"
         The map fitted on the out-of-fold ensemble; ``"quadratic"`` is binary only,
-        ``"sms"`` (structured matrix scaling) needs at least 3 classes.
+        ``"sms"`` (structured matrix scaling) needs at least 3 classes. ``"auto"``
+        chooses among the maps that apply the simplest within one standard error of the
+        best (:func:`select_calibration`); ``"lowest"`` the one of lowest held-out NLL.
     ensemble_size : int, default=25
         Additions of the greedy ensemble selection (with one member, unused).
     n_jobs : int or None, default=None
@@ -215,7 +218,7 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
     _parameter_constraints: dict = {
         "estimators": [list, None],
         "cv": ["cv_object"],
-        "calibration": [StrOptions({"auto", *CALIBRATIONS})],
+        "calibration": [StrOptions({"auto", "lowest", *CALIBRATIONS})],
         "ensemble_size": [Interval(numbers.Integral, 1, None, closed="left")],
         "n_jobs": [None, numbers.Integral],
         "random_state": ["random_state"],
@@ -280,7 +283,7 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
         return names, [estimator for _, estimator in members]
 
     def _candidates(self, n_classes: int) -> list[str]:
-        if self.calibration == "auto":
+        if self.calibration in ("auto", "lowest"):
             return [name for name in CALIBRATIONS if _applies(name, n_classes)]
         if not _applies(self.calibration, n_classes):
             raise ValueError(
@@ -393,6 +396,7 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
             candidates,
             sample_weight=w_oof,
             random_state=rng.randint(2**31 - 1),
+            rule="lowest" if self.calibration == "lowest" else "one_se",
         )
         self.classes_ = classes
         self.estimators_ = [
