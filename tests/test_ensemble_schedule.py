@@ -71,7 +71,9 @@ def cancer():
 
 def test_a_member_of_no_weight_on_the_first_fold_is_fitted_once(cancer):
     X, y = cancer
-    model = CrossFitClassifier([("lr", _lr()), ("bad", Backwards())], cv=4, random_state=0)
+    model = CrossFitClassifier(
+        [("lr", _lr()), ("bad", Backwards())], cv=4, random_state=0, prune=True
+    )
     model.fit(X, y)
     assert model.dropped_ == {
         "bad": "weight 0 in the greedy selection on the first fold's held-out rows"
@@ -82,10 +84,9 @@ def test_a_member_of_no_weight_on_the_first_fold_is_fitted_once(cancer):
     # The same ensemble as the good member alone: the same folds, seeds and weights.
     alone = CrossFitClassifier([("lr", _lr())], cv=4, random_state=0).fit(X, y)
     np.testing.assert_array_equal(model.predict_proba(X), alone.predict_proba(X))
-    # Without pruning, the bad member is fitted on every fold and ends at weight 0.
-    unpruned = CrossFitClassifier(
-        [("lr", _lr()), ("bad", Backwards())], cv=4, random_state=0, prune=False
-    ).fit(X, y)
+    # Without pruning (the default), the bad member is fitted on every fold, at weight 0.
+    unpruned = CrossFitClassifier([("lr", _lr()), ("bad", Backwards())], cv=4, random_state=0)
+    unpruned.fit(X, y)
     assert unpruned.dropped_ == {} and all(m[1] is not None for m in unpruned.estimators_)
 
 
@@ -135,9 +136,9 @@ def test_a_time_limit_too_short_for_one_fold_names_it(cancer):
 def test_verbose_prints_a_line_per_fit_and_is_quiet_by_default(cancer, capsys):
     X, y = cancer
     members = [("lr", _lr()), ("bad", Backwards())]
-    CrossFitClassifier(members, cv=3, random_state=0).fit(X, y)
+    CrossFitClassifier(members, cv=3, random_state=0, prune=True).fit(X, y)
     assert capsys.readouterr().out == ""
-    CrossFitClassifier(members, cv=3, random_state=0, verbose=1).fit(X, y)
+    CrossFitClassifier(members, cv=3, random_state=0, prune=True, verbose=1).fit(X, y)
     lines = capsys.readouterr().out.splitlines()
     pattern = (
         r"\[CrossFitClassifier\] (lr|bad) on fold (\d)/3: \d+\.\d s; (\d) of (\d) fits, "

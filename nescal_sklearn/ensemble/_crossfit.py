@@ -109,11 +109,11 @@ default="auto"
         Member fits run in parallel through joblib (a dask cluster runs them with
         ``joblib.parallel_backend("dask")``). Members should use one thread each
         (``NeSCalClassifier``'s default ``n_threads=1``).
-    prune : bool, default=True
+    prune : bool, default=False
         Fit every member on the first fold first, weigh the members by the greedy
         selection on that fold's held-out rows, and drop a member of weight 0 there: it
         is not fitted on the other folds (and ``dropped_`` says so). With one member,
-        unused.
+        unused. The recommended model (:func:`make_recommended_classifier`) prunes.
     refit : bool, default=False
         Serve one model per member instead of one per fold: after the cross-fitting,
         every member of positive weight is refitted on all rows for as long as its fold
@@ -236,7 +236,7 @@ default="auto"
         calibration="auto",
         ensemble_size=25,
         n_jobs=None,
-        prune=True,
+        prune=False,
         refit=False,
         time_limit=None,
         random_state=None,
