@@ -44,7 +44,6 @@ from nescal_bench.studies import (
     median,
     plot_changes,
     run_configs,
-    stage_label,
     versus,
 )
 
@@ -76,8 +75,6 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "figures" / "ablations")
     parser.add_argument("--no-run", action="store_true", help="report from existing records only")
     parser.add_argument("--quick", action="store_true", help="smoke run into OUT/results")
-    parser.add_argument("--calibrator", default="temperature", help="the stage called 'after TS'")
-    parser.add_argument("--configs", type=Path, default=ROOT / "benchmarks" / "configs")
     return parser.parse_args(argv)
 
 
@@ -115,21 +112,19 @@ def labels(config) -> dict[str, str]:
     return {**out, **{m: ", ".join(f"{k}={v!r}" for k, v in c.items()) for m, c in changes.items()}}
 
 
-def factor_table(config, frame, stage: str):
+def factor_table(config, frame):
     """One row per method (the default, each variant, CE) against the default."""
     fits = frame.drop_duplicates("key")
     seconds = fits.groupby(["method", "dataset"])["fit_seconds"].mean().unstack("method")
     cache = fits.groupby(["method", "dataset"])["cache_seconds"].mean().unstack("method")
-    compared = versus(frame, DEFAULT, stage=stage, tolerance=config.report.tie_tolerance)
+    compared = versus(frame, DEFAULT, stage="temperature", tolerance=config.report.tie_tolerance)
     names = labels(config)
     order = [DEFAULT, *(m.name for m in config.methods if m.name not in (DEFAULT, CE)), CE]
     rows = []
     for method in (m for m in order if m in seconds):
-        c = compared.get(method)
-        if method == DEFAULT:
-            cells = ["reference", "–", "–", "–", "–"]
-        elif c is None:
-            cells = ["no paired datasets", "–", "–", "–", "–"]
+        c = compared.get(method)  # None for the default: the reference
+        if c is None:
+            cells = ["reference" if method == DEFAULT else "no paired datasets", *["–"] * 4]
         else:
             cmp, (w, t, lo) = c["comparison"], c["wtl"]
             cells = [
@@ -140,6 +135,7 @@ def factor_table(config, frame, stage: str):
                 f"{c['accuracy']:+.2f} pt",
             ]
         ratio = median((seconds[method] / seconds[DEFAULT]).dropna())
+        ratio = "–" if np.isnan(ratio) else f"{ratio:.2f}×"
         status = fits.loc[fits["method"] == method, "penalty_status"]
         cache_cell = f"{median(cache[method].dropna()):.2f}" if cache[method].notna().any() else "–"
         if method == "nescal_cache_epoch" and cache_cell == "–":
@@ -150,11 +146,7 @@ def factor_table(config, frame, stage: str):
                 names.get(method, ""),
                 *cells,
                 f"{median(seconds[method].dropna()):.1f}",
-                "1 (reference)"
-                if method == DEFAULT
-                else "–"
-                if np.isnan(ratio)
-                else f"{ratio:.2f}×",
+                "1 (reference)" if method == DEFAULT else ratio,
                 cache_cell,
                 f"{int((status.notna() & (status != 'penalised')).sum())}/{len(status)}",
             ]
@@ -162,7 +154,7 @@ def factor_table(config, frame, stage: str):
     columns = [
         "variant",
         "setting",
-        f"median change of test NLL {stage_label(stage)}",
+        "median change of test NLL after TS",
         "lower / tied / higher",
         "Wilcoxon p",
         "median change, raw NLL",
@@ -180,7 +172,10 @@ def main(argv=None) -> int:
     quick = QUICK if args.quick else None  # a smoke run into OUT/results
     configs = {
         f: load_study_config(
-            args.configs / f"ablation_{f}.json", quick, args.out / "results", _fixed_warmup
+            ROOT / "benchmarks" / "configs" / f"ablation_{f}.json",
+            quick,
+            args.out / "results",
+            _fixed_warmup,
         )
         for f in args.factors
     }
@@ -190,7 +185,7 @@ def main(argv=None) -> int:
     sections = [
         "# NeSCal ablations: one factor at a time around the default",
         "",
-        f"Test NLL {stage_label(args.calibrator)}, paired per dataset (mean over the confirm seeds) "
+        "Test NLL after TS, paired per dataset (mean over the confirm seeds) "
         "against the default NeSCal; the change is `100 (variant - default) / default`. "
         "Regenerate with `python benchmarks/ablations.py --no-run`.",
         "",
@@ -200,7 +195,7 @@ def main(argv=None) -> int:
         if DEFAULT not in set(frame["method"]):
             sections += [f"## {factor}", "", f"No records of the default in {config.output}.", ""]
             continue
-        rows, compared, table = factor_table(config, frame, args.calibrator)
+        rows, compared, table = factor_table(config, frame)
         sections += [
             f"## {factor}",
             "",
@@ -219,7 +214,7 @@ def main(argv=None) -> int:
                     shown,
                     "the default NeSCal",
                     axis_label="test NLL",
-                    stage_label=stage_label(args.calibrator),
+                    stage_label="after TS",
                     limit=LIMIT,
                 )
             )

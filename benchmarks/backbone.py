@@ -39,7 +39,7 @@ from nescal_bench.studies import (
     markdown_table,
     median,
     run_configs,
-    stage_label,
+    save_figure,
     versus,
 )
 
@@ -79,23 +79,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "figures" / "backbone")
     parser.add_argument("--no-run", action="store_true", help="report from existing records only")
     parser.add_argument("--quick", action="store_true", help="smoke run into OUT/results")
-    parser.add_argument("--calibrator", default="temperature", help="the post-hoc stage reported")
     return parser.parse_args(argv)
 
 
-def load_config(name: str, quick: bool, out: Path):
-    """The validated config ``name`` (a small smoke version with ``quick``)."""
-    path = ROOT / "benchmarks" / "configs" / f"{name}.json"
-    return load_study_config(
-        path, QUICK if quick else None, out / "results" / name, _keep_quick_methods
-    )
-
-
-def _keep_quick_methods(data: dict) -> None:
+def _quick(data: dict) -> None:
     data["methods"] = [m for m in data["methods"] if m["name"] in QUICK_METHODS]
 
 
-def tables(config, frame, stage: str) -> tuple[list, str, str]:
+def tables(config, frame, stage: str = "temperature") -> tuple[list, str, str]:
     """The rows and Markdown of the methods table and of the NeSCal-vs-CE pairs table."""
     tolerance = config.report.tie_tolerance
     fits = frame.drop_duplicates("key")
@@ -139,11 +130,10 @@ def tables(config, frame, stage: str) -> tuple[list, str, str]:
                 "–" if np.isnan(ratio) else f"{ratio:.2f}×",
             ]
         )
-    label = stage_label(stage)
     methods = markdown_table(
         [
             "method",
-            f"median test NLL {label}",
+            "median test NLL after TS",
             "vs HGB + TS: median change",
             "lower / tied / higher",
             "Wilcoxon p",
@@ -177,7 +167,7 @@ def tables(config, frame, stage: str) -> tuple[list, str, str]:
         [
             "NeSCal",
             "CE, same backbone",
-            f"median change of test NLL {label}",
+            "median change of test NLL after TS",
             "lower / tied / higher",
             "Wilcoxon p",
             "NeSCal fits not penalised",
@@ -187,7 +177,7 @@ def tables(config, frame, stage: str) -> tuple[list, str, str]:
     return rows, methods, pairs_md
 
 
-def draw(name: str, rows: list, path: Path, stage: str) -> Path | None:
+def draw(name: str, rows: list, path: Path) -> Path | None:
     """Median change vs HGB + TS against median fit seconds per 1000 rows, per method."""
     shown = [r for r in rows if r[-2] != "nan"]
     if not shown:
@@ -204,26 +194,25 @@ def draw(name: str, rows: list, path: Path, stage: str) -> Path | None:
     ax.axhline(0.0, color="black", linewidth=0.8)
     ax.set_xscale("log")
     ax.set_xlabel("fit seconds per 1000 training rows (median over datasets, 1 thread)")
-    ax.set_ylabel(
-        f"median change of test NLL {stage_label(stage)}\nvs HistGradientBoosting + TS (%)"
-    )
+    ax.set_ylabel("median change of test NLL after TS\nvs HistGradientBoosting + TS (%)")
     ax.set_title(f"{name}: NLL against fit time (black: anchors)", fontsize=10)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    return path
+    return save_figure(fig, path)
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    configs = {name: load_config(name, args.quick, args.out) for name in args.runs}
+    quick, folder = QUICK if args.quick else None, ROOT / "benchmarks" / "configs"
+    configs = {
+        name: load_study_config(folder / f"{name}.json", quick, args.out / "results" / name, _quick)
+        for name in args.runs
+    }
     if not args.no_run:
         run_configs(list(configs.values()), jobs=args.jobs)
     args.out.mkdir(parents=True, exist_ok=True)
     sections = [
         "# Backbone study: options, ensembles and anchors",
         "",
-        f"Test NLL {stage_label(args.calibrator)}: per dataset the mean over the run's seeds. "
+        "Test NLL after TS: per dataset the mean over the run's seeds. "
         "Regenerate with `python benchmarks/backbone.py --no-run`.",
         "",
     ]
@@ -232,8 +221,8 @@ def main(argv=None) -> int:
         if HGB not in set(frame["method"]):
             sections += [f"## {name}", "", f"No records of {HGB} in {config.output}.", ""]
             continue
-        rows, table, pairs = tables(config, frame, args.calibrator)
-        figure = draw(name, rows, args.out / f"backbone_{name}.png", args.calibrator)
+        rows, table, pairs = tables(config, frame)
+        figure = draw(name, rows, args.out / f"backbone_{name}.png")
         (args.out / f"table_{name}.md").write_text(table + "\n")  # for docs/backbone.md
         (args.out / f"pairs_{name}.md").write_text(pairs + "\n")
         sections += [

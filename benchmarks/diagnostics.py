@@ -235,24 +235,36 @@ def paired(new: list[float], old: list[float]) -> str:
     return f"{int(np.sum(new < old))}/{len(new)} lower, median {change:+.1f} %, p = {p:.2g}"
 
 
-def by_dataset(results, value) -> dict[str, float]:
-    """Dataset -> mean over its seeds of ``value(result)`` (NaN-free results only)."""
-    out: dict[str, list] = {}
-    for result in results:
-        v = value(result)
-        if v is not None and np.isfinite(v):
-            out.setdefault(result["dataset"], []).append(v)
-    return {d: float(np.mean(v)) for d, v in out.items()}
+def seed_means(results):
+    """Per dataset (rows), the mean over its seeds of every compared value (columns ``gap
+    MODEL GRAPH MEASURE``, ``ranking MODEL``, ``lce MODEL STAGE``, ``ece MODEL STAGE``), over
+    the seeds where it is finite."""
+    import pandas as pd
+
+    rows = [
+        {
+            "dataset": r["dataset"],
+            **{f"ranking {m}": v for m, v in r["ranking"].items()},
+            **{f"{x} {m} {stage}": v for x in ("lce", "ece") for (m, stage), v in r[x].items()},
+            **{
+                f"gap {m} {graph} {k}": gap.summary[k]
+                for m, by_graph in r["gap"].items()
+                for graph, gap in by_graph.items()
+                for k in ("median_js", "mean_gap")
+            },
+        }
+        for r in results
+    ]
+    if not rows:
+        return pd.DataFrame()
+    values = pd.DataFrame(rows).set_index("dataset").astype(float)
+    return values.where(np.isfinite(values)).groupby(level=0).mean()
 
 
-def common(*maps) -> tuple[list, ...]:
-    keys = sorted(set.intersection(*(set(m) for m in maps)))
-    return tuple([m[k] for k in keys] for m in maps)
-
-
-def matched(results, new, old) -> tuple[list, ...]:
-    """The per-dataset means of ``new(result)`` and ``old(result)`` where a dataset has both."""
-    return common(by_dataset(results, new), by_dataset(results, old))
+def matched(means, new: str, old: str) -> tuple[np.ndarray, np.ndarray]:
+    """The columns ``new`` and ``old`` of :func:`seed_means` on the datasets that have both."""
+    both = means.reindex(columns=[new, old]).dropna()
+    return both[new].to_numpy(), both[old].to_numpy()
 
 
 def report(results: list[dict], args) -> None:
@@ -284,12 +296,10 @@ def report(results: list[dict], args) -> None:
             f"* tightness, {label}: median over graphs of the per-edge median "
             f"{np.nanmedian(values):.3f} (range {np.nanmin(values):.3f}-{np.nanmax(values):.3f})"
         )
-    penalised = [r for r in results if r["penalty_status"] == "penalised"]
+    means = seed_means(results)
+    penalised = seed_means([r for r in results if r["penalty_status"] == "penalised"])
     for chosen, heading in (
-        (
-            results,
-            "NeSCal against CE, each on its own model's graph (per dataset, mean over seeds)",
-        ),
+        (means, "NeSCal against CE, each on its own model's graph (per dataset, mean over seeds)"),
         (penalised, "The same, on the splits whose NeSCal fit was penalised"),
     ):
         print(
@@ -300,12 +310,8 @@ def report(results: list[dict], args) -> None:
                 ("median neighbour JS", "median_js"),
                 ("mean confidence gap", "mean_gap"),
             ):
-                a, b = matched(
-                    chosen,
-                    lambda r, g=graph, k=key: r["gap"]["nescal"][g].summary[k],
-                    lambda r, g=graph, k=key: r["gap"]["ce"][g].summary[k],
-                )
-                if a:
+                a, b = matched(chosen, f"gap nescal {graph} {key}", f"gap ce {graph} {key}")
+                if len(a):
                     print(
                         f"| {graph} | {label} | {np.median(b):.2e} | {np.median(a):.2e} | {paired(a, b)} |"
                     )
@@ -368,20 +374,16 @@ def report(results: list[dict], args) -> None:
         "\n### Wrong-class ranking against CE (test rows, datasets with 3+ classes)\n\n"
         "| model | mean Spearman with CE (median over datasets) | vs CE with another seed |\n|---|---|---|"
     )
-    control = by_dataset(results, lambda r: r["ranking"].get("ce_other_seed"))
     for m in ("ce_other_seed", "ls_010", "ls_030", "nescal"):
-        values = by_dataset(results, lambda r, m=m: r["ranking"].get(m))
-        a, b = common(values, control)
-        versus = "—" if m == "ce_other_seed" else paired([1 - v for v in a], [1 - v for v in b])
-        print(f"| {m} | {np.median(list(values.values())):.3f} | 1 - rho: {versus} |")
+        a, b = matched(means, f"ranking {m}", "ranking ce_other_seed")
+        versus = "—" if m == "ce_other_seed" else paired(1 - a, 1 - b)
+        median = means.reindex(columns=[f"ranking {m}"]).iloc[:, 0].median()
+        print(f"| {m} | {median:.3f} | 1 - rho: {versus} |")
     # NeSCal's fits that returned CE's warm-up checkpoint rank exactly like CE: leave them out
-    a, b = matched(
-        penalised, lambda r: r["ranking"].get("nescal"), lambda r: r["ranking"].get("ce_other_seed")
-    )
-    if a:
+    a, b = matched(penalised, "ranking nescal", "ranking ce_other_seed")
+    if len(a):
         print(
-            f"| nescal, penalised fits only | {np.median(a):.3f} | 1 - rho: "
-            f"{paired([1 - v for v in a], [1 - v for v in b])} |"
+            f"| nescal, penalised fits only | {np.median(a):.3f} | 1 - rho: {paired(1 - a, 1 - b)} |"
         )
 
     # 5. local calibration error
@@ -391,29 +393,20 @@ def report(results: list[dict], args) -> None:
     )
     for m in ("ce", "ls_010", "nescal"):
         cells = [
-            np.median(list(by_dataset(results, lambda r, k=(m, stage), x=x: r[x][k]).values()))
-            for x in ("lce", "ece")
-            for stage in ("raw", "ts")
+            means[f"{x} {m} {stage}"].median() for x in ("lce", "ece") for stage in ("raw", "ts")
         ]
         print(f"| {m} | " + " | ".join(f"{v:.4f}" for v in cells) + " |")
     print()
-    lce = {
-        (m, stage): lambda r, k=(m, stage): r["lce"][k]
-        for m in ("ce", "ls_010", "nescal")
-        for stage in ("raw", "ts")
-    }
     for m in ("nescal", "ls_010"):
         for stage in ("raw", "ts"):
-            print(
-                f"* {m} vs CE, LCE {stage}: {paired(*matched(results, lce[(m, stage)], lce[('ce', stage)]))}"
-            )
+            a, b = matched(means, f"lce {m} {stage}", f"lce ce {stage}")
+            print(f"* {m} vs CE, LCE {stage}: {paired(a, b)}")
     for stage in ("raw", "ts"):
-        a, b = matched(penalised, lce[("nescal", stage)], lce[("ce", stage)])
-        if a:
+        a, b = matched(penalised, f"lce nescal {stage}", f"lce ce {stage}")
+        if len(a):
             print(f"* nescal vs CE, LCE {stage}, penalised fits only: {paired(a, b)}")
-    print(
-        f"* nescal vs ls_010, LCE after TS: {paired(*matched(results, lce[('nescal', 'ts')], lce[('ls_010', 'ts')]))}"
-    )
+    a, b = matched(means, "lce nescal ts", "lce ls_010 ts")
+    print(f"* nescal vs ls_010, LCE after TS: {paired(a, b)}")
     draw(results, args.figures)
 
 

@@ -53,9 +53,6 @@ def parse_args(argv=None) -> argparse.Namespace:
         "--figures", type=Path, default=ROOT / "docs" / "figures", help="folder of the figures"
     )
     parser.add_argument("--no-run", action="store_true", help="draw from the existing results only")
-    parser.add_argument(
-        "--calibrator", default="temperature", help="the post-hoc stage called 'after TS'"
-    )
     return parser.parse_args(argv)
 
 
@@ -76,7 +73,7 @@ def sweep_epsilon(record: dict) -> float | None:
     return float(get_recipe(params["recipe"]).loss_params["label_smoothing"]["epsilon"])
 
 
-def collect(results, calibrator: str):
+def collect(results):
     """``(rows, references)``: per (dataset, epsilon) and per (dataset, method) the seed
     means of raw and calibrated test metrics (the results frame), the class count and the
     reliability bins pooled over the seeds."""
@@ -96,7 +93,7 @@ def collect(results, calibrator: str):
                 "reliability": pool_reliability([r["reliability"]["raw"] for r in records])[0],
                 "n_test": sum(int(r["data"]["n_test"]) for r in records),
             }
-            for label, stage in (("raw", "raw"), ("ts", calibrator)):
+            for label, stage in (("raw", "raw"), ("ts", "temperature")):
                 for metric in ("nll", "ece", "accuracy"):
                     value = means.get((stage, metric), {}).get((dataset, method), np.nan)
                     if np.isfinite(value):  # a calibrator that failed has no stage
@@ -269,7 +266,7 @@ def main(argv=None) -> int:
     if not args.no_run:
         run_configs([config], jobs=args.jobs)
     results = load_results(output)
-    rows, references = collect(results, args.calibrator)
+    rows, references = collect(results)
     if not rows:
         print(f"no label-smoothing or cross-entropy records in {output}", file=sys.stderr)
         return 1
@@ -278,7 +275,7 @@ def main(argv=None) -> int:
     for path in draw(rows, references, datasets, epsilons, args.figures):
         print(f"wrote {path}")
     print(
-        f"\n{len(datasets)} datasets, seeds {list(results.config.confirm_seeds)}, 'after TS' = {args.calibrator}\n"
+        f"\n{len(datasets)} datasets, seeds {list(results.config.confirm_seeds)}, 'after TS' = temperature\n"
     )
     print(f"{table(rows, datasets, epsilons)}\n")
     for stage, label in (("raw", "raw"), ("ts", "after TS")):

@@ -98,10 +98,9 @@ def load(name: str, quick: bool, out: Path):
     """The validated config (made a smoke run with ``quick``)."""
     from nescal_bench.studies import load_study_config
 
+    # its output, but for a smoke run, relative to the repository root (the working directory)
     path = CONFIGS / f"{name}.json"
-    if not quick:  # its output relative to the repository root, the working directory
-        return load_study_config(path)
-    return load_study_config(path, QUICK, out / "results", _quick_methods)
+    return load_study_config(path, QUICK if quick else None, out / "results", _quick_methods)
 
 
 def _quick_methods(data: dict) -> None:
@@ -210,6 +209,8 @@ def draw(points: dict, path: Path) -> Path:
     """Median change against HGB + TS over fit seconds per 1000 rows, one point a method."""
     from matplotlib.figure import Figure
 
+    from nescal_bench.studies import save_figure
+
     fig = Figure(figsize=(8, 5.5))
     ax = fig.subplots()
     for method, (x, y) in points.items():
@@ -227,9 +228,7 @@ def draw(points: dict, path: Path) -> Path:
     ax.set_title("Calibrated test NLL against fit time (circles: cross-fitted)")
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    return path
+    return save_figure(fig, path)
 
 
 def main(argv=None) -> int:

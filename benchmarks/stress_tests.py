@@ -12,8 +12,7 @@ the value (a corruption a dataset skips, the category swap of a dataset without
 categorical features, leaves it out of that corruption). Written to ``--out``:
 
 * ``stress_tests.md``: per corruption family, NLL, ECE and accuracy per severity (and
-  clean), raw and after the calibrator (``--calibrator``, default temperature scaling
-  fitted on the clean validation rows), with the mean over the severities; a summary of
+  clean), raw and after temperature scaling (TS, fitted on the clean validation rows), with the mean over the severities; a summary of
   every method over all corruptions; per OOD set, AUROC, AUPR-in, AUPR-out and FPR at 95 %
   TPR by entropy and by max-probability, and the mean max-probability on the OOD rows;
   then paired statistics against ``--reference`` over (dataset, condition) pairs
@@ -47,9 +46,6 @@ ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "benchmarks" / "configs" / "stress_tests.json"
 #: The metrics of the corruption tables and figures, and of the OOD table.
 SHIFT_METRICS = ("nll", "ece", "accuracy")
-# A data table: metric names wrapped at 100 columns, not one per line (fmt: skip).
-OOD_COLUMNS = ("auroc", "aupr_in", "aupr_out", "fpr95", "msp_auroc", "msp_aupr_in", "msp_aupr_out",
-               "msp_fpr95", "max_proba")  # fmt: skip
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -58,7 +54,6 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--jobs", type=int, default=1, help="parallel fits (runner --jobs)")
     parser.add_argument("--out", type=Path, help="folder of the tables and figures")
     parser.add_argument("--no-run", action="store_true", help="report from existing results only")
-    parser.add_argument("--calibrator", default="temperature", help="the stage called 'after TS'")
     parser.add_argument("--reference", default="ce", help="the method of the paired statistics")
     return parser.parse_args(argv)
 
@@ -71,16 +66,15 @@ def seed_means(frame):
     )
 
 
-def complete(means, methods, conditions, stage: str, metric: str) -> dict:
-    """``method -> DataFrame`` (datasets × ``conditions``) of seed means, on the datasets
-    where every method has every condition."""
-    columns = pd.MultiIndex.from_tuples([(m, c) for m in methods for c in conditions])
+def complete(means, methods, conditions, stage: str, metric: str):
+    """Seed means (datasets × (method, condition), ``conditions`` of every method) on the
+    datasets where every method has every condition."""
+    columns = pd.MultiIndex.from_product([methods, conditions])
     try:
         table = means.loc[(stage, metric)]
     except KeyError:  # no record has this stage and metric
         table = pd.DataFrame(columns=columns, dtype=float)
-    table = table.reindex(columns=columns).dropna()
-    return {m: table[m] for m in methods}
+    return table.reindex(columns=columns).dropna()
 
 
 def _fmt(value: float, metric: str) -> str:
@@ -102,7 +96,7 @@ def family_tables(frame, means, families, stages) -> list[str]:
     methods = sorted(frame["method"].unique())
     for family, names in families.items():
         columns = ["clean", *names]
-        n = len(next(iter(complete(means, methods, columns, "raw", "nll").values())))
+        n = len(complete(means, methods, columns, "raw", "nll"))
         lines += [f"### `{family}` ({conditions[names[0]].kind}), {n} datasets", ""]
         if n == 0:
             lines += ["No dataset has every severity for every method.", ""]
@@ -173,7 +167,7 @@ def ood_tables(frame, means, ood, stages) -> list[str]:
         return []
     conditions = frame.attrs["conditions"]
     methods = sorted(frame["method"].unique())
-    labels = [conditions[ood[0]].metrics[m].label for m in OOD_COLUMNS]
+    metrics = conditions[ood[0]].metrics  # every OOD set records the same
     lines = [
         "## Out-of-distribution detection",
         "",
@@ -183,7 +177,7 @@ def ood_tables(frame, means, ood, stages) -> list[str]:
         "",
     ]
     for name in ood:
-        n = len(next(iter(complete(means, methods, [name], "raw", "auroc").values())))
+        n = len(complete(means, methods, [name], "raw", "auroc"))
         lines += [f"### `{name}` ({conditions[name].kind}), {n} datasets", ""]
         if n == 0:
             lines += ["No dataset has this set for every method.", ""]
@@ -191,10 +185,9 @@ def ood_tables(frame, means, ood, stages) -> list[str]:
         rows = []
         for method in methods:
             for stage, label in stages:
-                values = [
-                    complete(means, methods, [name], stage, m)[method][name] for m in OOD_COLUMNS
-                ]
+                values = [complete(means, methods, [name], stage, m)[method][name] for m in metrics]
                 rows.append([method, label, *(f"{median(v):.4f}" for v in values)])
+        labels = [info.label for info in metrics.values()]
         lines += [markdown_table(["method", "stage", *labels], rows), ""]
     return lines
 
@@ -291,11 +284,9 @@ def main(argv=None) -> int:
     if frame.empty:
         print(f"no records in {outputs}", file=sys.stderr)
         return 1
-    stages = [("raw", "raw")] + (
-        [(args.calibrator, "TS" if args.calibrator == "temperature" else args.calibrator)]
-        if args.calibrator in frame.attrs["stages"]
-        else []
-    )
+    stages = [("raw", "raw"), ("temperature", "TS")]
+    if "temperature" not in frame.attrs["stages"]:
+        stages.pop()
     families: dict[str, list[str]] = {}
     for name, condition in frame.attrs["conditions"].items():
         if hasattr(condition, "family"):
@@ -308,7 +299,7 @@ def main(argv=None) -> int:
         f"# Stress tests: {', '.join(outputs)}",
         "",
         f"{frame['dataset'].nunique()} datasets, methods {sorted(frame['method'].unique())}, confirm seeds "
-        f"{frame.attrs['seeds']}; TS = `{args.calibrator}` fitted on the clean validation rows.",
+        f"{frame.attrs['seeds']}; TS = `temperature` fitted on the clean validation rows.",
         "",
         *family_tables(frame, means, families, stages),
         *summary_table(frame, families, stages),

@@ -45,14 +45,6 @@ def _import(module: str, user: str):
         ) from exc
 
 
-def _import_lightgbm():
-    return _import("lightgbm", "LightGBMClassifier")
-
-
-def _import_probmetrics_calibrators():
-    return _import("probmetrics.calibrators", "the 'probmetrics' calibrator")
-
-
 def _encode(classes: np.ndarray, y, message: str) -> np.ndarray:
     """``y`` as column indices of ``classes``; for a label not in them, a ValueError of
     ``message`` formatted with the unknown labels and the classes."""
@@ -181,7 +173,7 @@ class LightGBMClassifier(ClassifierMixin, BaseEstimator):
     @classmethod
     def check_dependencies(cls) -> None:
         """Raise ImportError, saying how to install it, when lightgbm is missing."""
-        _import_lightgbm()
+        _import("lightgbm", "LightGBMClassifier")
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -215,7 +207,7 @@ class LightGBMClassifier(ClassifierMixin, BaseEstimator):
                 f"stopping); got X_val={'None' if X_val is None else 'an array'} and "
                 f"y_val={'None' if y_val is None else 'an array'}."
             )
-        lightgbm = _import_lightgbm()
+        lightgbm = _import("lightgbm", "LightGBMClassifier")
         X, y = validate_data(self, X, y, ensure_all_finite="allow-nan")
         check_classification_targets(y)
         self.classes_, encoded = np.unique(y, return_inverse=True)
@@ -368,7 +360,7 @@ class ProbmetricsCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     @classmethod
     def check_dependencies(cls) -> None:
         """Raise ImportError, saying how to install it, when probmetrics is missing."""
-        _import_probmetrics_calibrators()
+        _import("probmetrics.calibrators", "the 'probmetrics' calibrator")
 
     def _validate_params(self) -> None:
         super()._validate_params()
@@ -377,8 +369,9 @@ class ProbmetricsCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
                 "The 'method' parameter of ProbmetricsCalibrator must be a non-empty string "
                 "naming a probmetrics calibration method. Got '' instead."
             )
+        calibrators = _import("probmetrics.calibrators", "the 'probmetrics' calibrator")
         try:  # probmetrics' own check of the name (no fit)
-            _import_probmetrics_calibrators().get_calibrator(self.method)
+            calibrators.get_calibrator(self.method)
         except ValueError as exc:
             raise ValueError(
                 "The 'method' parameter of ProbmetricsCalibrator must be a calibration method "
@@ -400,7 +393,7 @@ class ProbmetricsCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         self : ProbmetricsCalibrator
         """
         self._validate_params()
-        calibrators = _import_probmetrics_calibrators()
+        calibrators = _import("probmetrics.calibrators", "the 'probmetrics' calibrator")
         classes = np.asarray(self.estimator.classes_)
         encoded = _encode(
             classes, y, "y has labels {} that the estimator was not fitted on; its classes are {}"

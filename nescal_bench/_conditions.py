@@ -49,8 +49,6 @@ from ._registry import METRICS, OOD_METRICS, Metric, label_metrics, ood_metrics
 
 #: Name of the unmodified test rows (``record["test"]``), which no condition may take.
 CLEAN = "clean"
-#: The severities of a corruption.
-SEVERITIES = (1, 2, 3, 4, 5)
 
 Positive = Annotated[float, Strict(), Field(gt=0)]
 Fraction = Annotated[float, Strict(), Field(gt=0, lt=1)]

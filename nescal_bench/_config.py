@@ -349,10 +349,6 @@ class BenchmarkConfig:
         folder = os.path.abspath(data_dir(self.data_dir))  # workers may run elsewhere
         return DataContext(folder, self.openml, max_rows=self.budget.max_rows, offline=offline)
 
-    def with_datasets(self, datasets: tuple[DatasetSource, ...]) -> BenchmarkConfig:
-        """A copy with another dataset list (OpenML suites expanded into their tasks)."""
-        return replace(self, datasets=tuple(datasets))
-
     def to_json(self) -> dict:
         """The normalised configuration; ``validate_config(c.to_json())`` gives ``c`` back."""
         plain = {

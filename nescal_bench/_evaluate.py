@@ -8,9 +8,11 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from nescal_sklearn.metrics import log_loss, reliability_curve
+
 from ._conditions import Condition, ConditionContext, ConditionSkipped, condition_rng
 from ._data import Split
-from ._registry import METRICS, N_BINS, label_metrics
+from ._registry import N_BINS, label_metrics
 
 
 def aligned_proba(model, X, classes: np.ndarray) -> np.ndarray:
@@ -36,7 +38,6 @@ def aligned_proba(model, X, classes: np.ndarray) -> np.ndarray:
 
 def reliability_bins(y, proba, classes) -> dict:
     """Top-label bins (equal width, :data:`N_BINS`): counts, mean confidence, accuracy."""
-    from nescal_sklearn.metrics import reliability_curve
 
     curve = reliability_curve(y, proba, labels=classes, n_bins=N_BINS)
 
@@ -89,7 +90,7 @@ def evaluate_stages(
     for name, fitted in stages.items():
         proba_val = aligned_proba(fitted, split.X_val, classes)
         proba_test[name] = aligned_proba(fitted, split.X_test, classes)
-        validation[name] = {"nll": float(METRICS["nll"].function(split.y_val, proba_val, classes))}
+        validation[name] = {"nll": float(log_loss(split.y_val, proba_val, labels=classes))}
         test[name] = label_metrics(split.y_test, proba_test[name], classes)
         reliability[name] = reliability_bins(split.y_test, proba_test[name], classes)
     context = ConditionContext(split) if context is None else context

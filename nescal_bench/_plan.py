@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -265,7 +265,7 @@ def expand_datasets(config: BenchmarkConfig, offline: bool = False) -> Benchmark
     out: list[DatasetSource] = []
     for dataset in config.datasets:
         out.extend(d for d in dataset.expand(config.data_context(offline)) if d not in out)
-    return config.with_datasets(tuple(out))
+    return replace(config, datasets=tuple(out))
 
 
 def stale_records(plan: Plan, records: dict[str, dict], where: str) -> list[str]:

@@ -444,10 +444,6 @@ class RecordStore:
 
         return self._load(self.records_dir, check, move=move)
 
-    def load_all(self, *, move: bool = False) -> list[dict]:
-        """Every valid record, in key order (invalid files skipped with a warning)."""
-        return list(self.load(move=move).values())
-
     def failures(self, *, move: bool = False) -> list[dict]:
         """Every failure noted (fits that raised), in key order; invalid files are skipped
         with a :class:`CorruptRecordWarning` (moved to ``failures/corrupt/`` with ``move``)."""

@@ -36,7 +36,7 @@ N_BINS = 15
 class Metric:
     """A metric of the benchmark: how to compute it and how to read it.
 
-    ``function`` takes ``(y, proba, labels)`` for a metric of :data:`METRICS` and
+    ``function`` takes ``(y, proba, labels=labels)`` for a metric of :data:`METRICS` and
     ``(proba_in, proba_out)`` for one of :data:`OOD_METRICS`.
     """
 
@@ -45,45 +45,25 @@ class Metric:
     greater_is_better: bool = False
 
 
-def _nll(y, proba, labels):
-    return log_loss(y, proba, labels=labels)
-
-
-def _ece(y, proba, labels):
-    return expected_calibration_error(y, proba, labels=labels, n_bins=N_BINS)
-
-
-def _classwise_ece(y, proba, labels):
-    return classwise_calibration_error(y, proba, labels=labels, n_bins=N_BINS)
-
-
-def _mce(y, proba, labels):
-    return maximum_calibration_error(y, proba, labels=labels, n_bins=N_BINS)
-
-
-def _brier(y, proba, labels):
-    return brier_score_loss(y, proba, labels=labels, scale_by_half=False)
-
-
-def _accuracy(y, proba, labels):
+def _accuracy(y, proba, *, labels):
     return accuracy_score(y, labels[np.argmax(proba, axis=1)])
 
 
 #: Metric name -> :class:`Metric` of predictions against labels. Every one is recorded;
 #: NLL is the one model selection uses.
 METRICS: dict[str, Metric] = {
-    "nll": Metric("NLL", _nll),
-    "ece": Metric("ECE", _ece),
-    "brier": Metric("Brier", _brier),
+    "nll": Metric("NLL", log_loss),
+    "ece": Metric("ECE", partial(expected_calibration_error, n_bins=N_BINS)),
+    "brier": Metric("Brier", partial(brier_score_loss, scale_by_half=False)),
     "accuracy": Metric("Accuracy", _accuracy, greater_is_better=True),
-    "classwise_ece": Metric("Classwise ECE", _classwise_ece),
-    "mce": Metric("MCE", _mce),
+    "classwise_ece": Metric("Classwise ECE", partial(classwise_calibration_error, n_bins=N_BINS)),
+    "mce": Metric("MCE", partial(maximum_calibration_error, n_bins=N_BINS)),
 }
 
 
 def label_metrics(y, proba: np.ndarray, labels: np.ndarray) -> dict[str, float]:
     """Every metric of :data:`METRICS` of ``proba`` (columns in the order of ``labels``)."""
-    return {name: float(metric.function(y, proba, labels)) for name, metric in METRICS.items()}
+    return {n: float(metric.function(y, proba, labels=labels)) for n, metric in METRICS.items()}
 
 
 def _ood_max_proba(proba_in, proba_out):

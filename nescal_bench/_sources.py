@@ -115,8 +115,6 @@ class DatasetSource:
     so that loads are cached per source)."""
 
     key: ClassVar[str]
-    #: Whether ``"imbalance"`` may wrap this source (see :class:`ImbalancedSource`).
-    can_be_imbalanced: ClassVar[bool] = False
     ref: Any
 
     def __post_init__(self) -> None:
@@ -146,7 +144,7 @@ class DatasetSource:
     def describe(self, context: DataContext) -> dict:
         """Rows, features and classes, for the dry-run plan."""
         data = load_benchmark_data(self, context)
-        rows = len(data.y) if context.max_rows is None else min(len(data.y), context.max_rows)
+        rows = min(len(data.y), context.max_rows or len(data.y))
         return {"rows": rows, "features": data.X.shape[1], "classes": data.n_classes}
 
     def expand(self, context: DataContext) -> tuple[DatasetSource, ...]:
@@ -181,7 +179,6 @@ class LocalSource(DatasetSource):
 
     ref: str
     key: ClassVar[str] = "local"
-    can_be_imbalanced: ClassVar[bool] = True
 
     @property
     def name(self) -> str:
@@ -194,9 +191,7 @@ class LocalSource(DatasetSource):
     def describe(self, context: DataContext) -> dict:
         """From the manifest, without reading the parquet file."""
         entry = next(e for e in list_local_datasets(context.data_dir) if e["name"] == self.ref)
-        rows = (
-            entry["n_rows"] if context.max_rows is None else min(entry["n_rows"], context.max_rows)
-        )
+        rows = min(entry["n_rows"], context.max_rows or entry["n_rows"])
         return {"rows": rows, "features": entry["n_features"], "classes": entry["n_classes"]}
 
     def check_files(self, folder: Path) -> str | None:
@@ -226,7 +221,6 @@ class SklearnSource(DatasetSource):
 
     ref: str
     key: ClassVar[str] = "sklearn"
-    can_be_imbalanced: ClassVar[bool] = True
 
     def raw(self, context: DataContext):
         import sklearn.datasets

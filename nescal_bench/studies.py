@@ -16,24 +16,25 @@ from pathlib import Path
 
 import numpy as np
 
-from ._compare import render, table
+from ._compare import _comparison, render, table
 from ._conditions import CLEAN
 from ._config import BenchmarkConfig, validate_config
 from ._figures import plot_changes
 from ._records import RecordStore
+from ._registry import METRICS
 from ._results import RunResults
 from ._runner import plan_run, run_benchmark
-from ._stats import paired_comparison, unit_table, wins_ties_losses
+from ._stats import unit_table, wins_ties_losses
 
 __all__ = [
     "config_frame",
+    "config_records",
     "load_study_config",
     "markdown_table",
     "median",
     "plot_changes",
     "run_configs",
     "save_figure",
-    "stage_label",
     "versus",
 ]
 
@@ -61,22 +62,21 @@ def run_configs(configs: Sequence[BenchmarkConfig], *, jobs: int = 1, report: bo
         run_benchmark(config, jobs=jobs, resume=resume, stream=sys.stderr, report=report)
 
 
+def config_records(config: BenchmarkConfig, plan=None) -> dict[str, dict]:
+    """The records of ``config``'s own fits in its output folder (which other configs may
+    share), by key."""
+    planned = (plan or plan_run(config)).index.keys()
+    return {
+        k: r for k, r in RecordStore(Path(config.output)).load(move=False).items() if k in planned
+    }
+
+
 def config_frame(config: BenchmarkConfig):
-    """The results frame of ``config``'s own fits in its output folder (which other
-    configs may share): the records of its plan, at its chosen grid points."""
+    """The results frame of ``config``'s own fits in its output folder: the records of its
+    plan, at its chosen grid points."""
     plan = plan_run(config)
-    folder = Path(config.output)
-    planned = plan.index.keys()
-    store = RecordStore(folder)
-    records = (
-        {k: r for k, r in store.load(move=False).items() if k in planned} if store.keys() else {}
-    )
-    return RunResults(folder, plan.config, plan.index, records=records).frame()
-
-
-def stage_label(stage: str) -> str:
-    """``after TS`` for temperature scaling, ``after <stage>`` otherwise."""
-    return "after TS" if stage == "temperature" else f"after {stage}"
+    records = config_records(config, plan)
+    return RunResults(Path(config.output), plan.config, plan.index, records=records).frame()
 
 
 def versus(
@@ -85,30 +85,19 @@ def versus(
     """Every method's paired comparison with ``reference`` on the seed means per dataset:
     ``method -> {"comparison", "wtl", "accuracy", "raw"}`` (the raw-stage comparison,
     and the median accuracy change in points), for the methods sharing a dataset with it."""
-    values = unit_table(frame, [CLEAN], stage, metric)
-    accuracy = unit_table(frame, [CLEAN], stage, "accuracy")
-    raw = unit_table(frame, [CLEAN], "raw", metric)
+    values, info = unit_table(frame, [CLEAN], stage, metric), METRICS[metric]
     out = {}
     for method in (m for m in values.columns if m != reference and reference in values):
-        c = paired_comparison(
-            values[method].to_dict(),
-            {reference: values[reference].to_dict()},
-            greater_is_better=False,
-        )
-        if c is None:
-            continue
-        mine, theirs = values.loc[c.datasets, method], values.loc[c.datasets, reference]
-        acc = (accuracy.loc[c.datasets, method] - accuracy.loc[c.datasets, reference]).median()
-        out[method] = {
-            "comparison": c,
-            "wtl": wins_ties_losses(mine, theirs, greater_is_better=False, tolerance=tolerance),
-            "accuracy": 100 * float(acc),
-            "raw": paired_comparison(
-                raw[method].to_dict(),
-                {reference: raw[reference].to_dict()},
-                greater_is_better=False,
-            ),
-        }
+        c = _comparison(frame, [CLEAN], metric, info, method, [reference], stage, True)
+        if c is not None:
+            both = values.loc[c.datasets, method], values.loc[c.datasets, reference]
+            better = info.greater_is_better
+            out[method] = {
+                "comparison": c,
+                "wtl": wins_ties_losses(*both, greater_is_better=better, tolerance=tolerance),
+                "accuracy": 100 * c.accuracy_change,
+                "raw": _comparison(frame, [CLEAN], metric, info, method, [reference], "raw", False),
+            }
     return out
 
 

@@ -464,7 +464,7 @@ A1_CASES = [
     Case("E83", "max_epochs=2.0", lambda c: c.fit(graph(max_epochs=2.0)),
          _invalid("max_epochs", "None or an int in the range [1, inf)", "2.0")),
     Case("E84", "batch_size=0", lambda c: c.fit(graph(batch_size=0)),
-         _invalid("batch_size", "None or an int in the range [1, inf)", "0")),
+         _invalid("batch_size", "None, an int in the range [1, inf) or a str among {'auto'}", "0")),
     Case("E85", "graph='random', n_neighbors=47 (48 training rows)",
          lambda c: c.proba(graph(loss__graph="random", loss__n_neighbors=47)), Returns(PROBA)),
     Case("E86", "adaptive='density' with graph='random'",

@@ -165,13 +165,16 @@ def _params(estimator) -> dict:
     return {**params, "members": [name for name, _ in estimator.estimators]}
 
 
-@pytest.mark.parametrize("name", ["quickstart", "oof_ensembles"])
-def test_the_configs_recommended_model_is_make_recommended_classifier(name):
-    """The main job and the study show the model users get, not a copy that drifted."""
+@pytest.mark.parametrize(
+    ("name", "recipe"), [("quickstart", None), ("oof_ensembles", "2026-12-04")]
+)
+def test_the_configs_recommended_model_is_make_recommended_classifier(name, recipe):
+    """The main job shows the model users get, and the study the recipe it measured, not
+    copies that drifted."""
     from nescal_sklearn import make_recommended_classifier
 
     config = load_config(ROOT / "benchmarks" / "configs" / f"{name}.json")
     (method,) = [m for m in config.methods if m.name == "recommended"]
     shown = config.build(method, {}, 0)
-    given = make_recommended_classifier(random_state=0)[-1]
+    given = make_recommended_classifier(random_state=0, recipe=recipe)[-1]
     assert _params(shown) == _params(given)

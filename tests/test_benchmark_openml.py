@@ -89,7 +89,7 @@ def test_run_on_a_cached_task_uses_its_folds(tmp_path, cache):
     assert re.search(r"openml-task-1882 +898 rows +38 features +5 classes", dry_run(config))
     summary = run_benchmark(config, progress=False)
     assert summary.n_finished == 2 and not summary.failures
-    records = sorted(RecordStore(config.output).load_all(), key=lambda r: r["seed"])
+    records = sorted(RecordStore(config.output).load(move=False).values(), key=lambda r: r["seed"])
     assert [r["data"]["split"] for r in records] == [
         "openml task 1882 repeat 0 fold 0",
         "openml task 1882 repeat 1 fold 1",

@@ -2,11 +2,20 @@
 
 from ._crossfit import CrossFitClassifier
 from ._greedy import greedy_ensemble_weights
-from ._recommended import RECOMMENDED, make_recommended_classifier
+from ._recommended import (
+    LATEST_RECOMMENDED,
+    RECOMMENDED,
+    RECOMMENDED_RECIPES,
+    RecommendedRecipe,
+    make_recommended_classifier,
+)
 
 __all__ = [
     "CrossFitClassifier",
+    "LATEST_RECOMMENDED",
     "RECOMMENDED",
+    "RECOMMENDED_RECIPES",
+    "RecommendedRecipe",
     "greedy_ensemble_weights",
     "make_recommended_classifier",
 ]

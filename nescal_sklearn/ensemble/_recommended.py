@@ -1,9 +1,10 @@
 """``make_recommended_classifier``: cross-fitted NeSCal networks and gradient boosting,
-calibrated out of fold."""
+calibrated out of fold, under a dated, frozen recipe."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
@@ -14,35 +15,95 @@ from ..estimator import NeSCalClassifier
 from ..preprocessing import make_tabular_preprocessor
 from ._crossfit import CrossFitClassifier
 
-__all__ = ["RECOMMENDED", "make_recommended_classifier"]
+__all__ = [
+    "LATEST_RECOMMENDED",
+    "RECOMMENDED",
+    "RECOMMENDED_RECIPES",
+    "RecommendedRecipe",
+    "make_recommended_classifier",
+]
 
-#: What the recommended model is, as measured by the out-of-fold study
-#: (``docs/oof_ensembles.md``): the NeSCal members' recipe and settings, and the number
-#: of folds.
-RECOMMENDED: Mapping[str, Any] = MappingProxyType(
+
+@dataclass(frozen=True)
+class RecommendedRecipe:
+    """A dated, frozen recommended model: its members and how they are cross-fitted.
+
+    Parameters
+    ----------
+    name : str
+        The date (``YYYY-MM-DD``) it became the recommended model.
+    summary : str
+        One line on what it is and which study chose it.
+    members : tuple of (str, type, mapping)
+        Each member's name, class and parameters.
+    folds : int
+        The folds of the cross-fitting.
+    prune : bool
+        Whether a member of weight 0 on the first fold is fitted on the others
+        (:class:`CrossFitClassifier`'s ``prune``).
+    """
+
+    name: str
+    summary: str
+    members: tuple[tuple[str, type, Mapping[str, Any]], ...]
+    folds: int = 5
+    prune: bool = True
+
+
+_HGB = ("hgb", HistGradientBoostingClassifier, MappingProxyType({"early_stopping": True}))
+
+#: The recommended models, by the date each became the default; an old one never changes,
+#: so a study that names one means the same model forever.
+RECOMMENDED_RECIPES: Mapping[str, RecommendedRecipe] = MappingProxyType(
     {
-        "recipe": "2026-12-04",
-        "member_params": MappingProxyType({"patience": 10}),
-        "folds": 5,
+        recipe.name: recipe
+        for recipe in (
+            RecommendedRecipe(
+                "2026-12-04",
+                "NeSCal members (recipe 2026-12-04, patience 10) and HGB(early_stopping="
+                "True), 5 folds, every member on every fold (docs/oof_ensembles.md).",
+                members=(
+                    (
+                        "nescal",
+                        NeSCalClassifier,
+                        MappingProxyType({"recipe": "2026-12-04", "patience": 10}),
+                    ),
+                    _HGB,
+                ),
+                prune=False,
+            ),
+        )
     }
 )
 
+#: The newest recommended model: what ``make_recommended_classifier()`` builds.
+LATEST_RECOMMENDED = max(RECOMMENDED_RECIPES)
+
+#: The newest recommended model's recipe.
+RECOMMENDED: RecommendedRecipe = RECOMMENDED_RECIPES[LATEST_RECOMMENDED]
+
 
 def make_recommended_classifier(
-    random_state: int | None = None, n_jobs: int | None = None
+    random_state: int | None = None,
+    n_jobs: int | None = None,
+    *,
+    time_limit: float | None = None,
+    refit: bool = False,
+    verbose: int = 0,
+    recipe: str | None = None,
 ) -> Pipeline:
     """The package's recommended model: cross-fitted networks calibrated out of fold.
 
     Every training row trains and every row calibrates. The returned (unfitted)
-    scikit-learn pipeline preprocesses a raw table (numeric and categorical columns,
-    missing values: :func:`~nescal_sklearn.make_tabular_preprocessor`), then fits a
-    :class:`~nescal_sklearn.ensemble.CrossFitClassifier`: ``NeSCalClassifier`` members
-    and ``HistGradientBoostingClassifier(early_stopping=True)`` members cross-fitted on 5 folds, each early-stopping on the fold
-    it did not train on, weighted by greedy ensemble selection on their out-of-fold
-    predictions, and calibrated by one map chosen out of fold among none, temperature
-    scaling, quadratic scaling (binary) and structured matrix scaling (multiclass).
-    ``docs/oof_ensembles.md`` gives the study that chose these settings and what it
-    measured against gradient boosting, LightGBM and RealMLP.
+    scikit-learn pipeline preprocesses a raw table (numeric, categorical and datetime
+    columns, missing values: :func:`~nescal_sklearn.make_tabular_preprocessor`), then
+    fits a :class:`~nescal_sklearn.ensemble.CrossFitClassifier`: the recipe's members
+    (``NeSCalClassifier`` networks and ``HistGradientBoostingClassifier(early_stopping=
+    True)``) cross-fitted on 5 folds, each early-stopping on the fold it did not train
+    on, weighted by greedy ensemble selection on their out-of-fold predictions, and
+    calibrated by one map chosen out of fold among none, temperature scaling, quadratic
+    scaling (binary) and structured matrix scaling (multiclass). The recipes
+    (:data:`RECOMMENDED_RECIPES`) name the studies that chose them.
 
     ``fit`` takes a pandas DataFrame, a NumPy array or a list of rows (see
     :func:`~nescal_sklearn.make_tabular_preprocessor`); weights and groups go to the
@@ -56,8 +117,22 @@ def make_recommended_classifier(
         Seeds the folds, the members and the map's selection: an int gives identical
         fits (at the same thread count).
     n_jobs : int or None, default=None
-        Member fits in parallel (joblib; each member trains on one thread). With
-        ``n_jobs=2`` on two cores the fit takes about half the serial time.
+        Member fits in parallel (joblib; each member trains on one thread): ``-1`` for
+        every core, or a dask cluster through ``joblib.parallel_backend("dask")``.
+    time_limit : float or None, default=None
+        Wall-clock seconds for the fit (:class:`CrossFitClassifier`'s ``time_limit``):
+        the networks get their share of the time left and stop on time, no fit starts
+        after the deadline, and the folds that finished make the model (``fit`` warns).
+        None: no limit.
+    refit : bool, default=False
+        Serve one model per member, refitted on all rows as its fold models trained
+        (:class:`CrossFitClassifier`'s ``refit``): smaller and faster to predict.
+    verbose : int, default=0
+        1: a line per member fit, with the time elapsed and an estimate of the time to
+        go.
+    recipe : str or None, default=None
+        The recommended model's recipe (:data:`RECOMMENDED_RECIPES`); None: the newest,
+        :data:`LATEST_RECOMMENDED`.
 
     Returns
     -------
@@ -66,6 +141,11 @@ def make_recommended_classifier(
         ``fit``, ``[-1].oof_proba_`` holds every training row's out-of-fold calibrated
         probabilities, ``[-1].weights_`` the members' weights and ``[-1].calibration_``
         the map chosen.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``recipe``; the message lists the recipes.
 
     Examples
     --------
@@ -80,13 +160,13 @@ def make_recommended_classifier(
     >>> model.fit(X, y).predict_proba(X.iloc[:2]).shape
     (2, 2)
     """
-    members = [
-        (
-            "nescal",
-            NeSCalClassifier(recipe=RECOMMENDED["recipe"], **RECOMMENDED["member_params"]),
-        ),
-        ("hgb", HistGradientBoostingClassifier(early_stopping=True)),
-    ]
+    key = LATEST_RECOMMENDED if recipe is None else recipe
+    if not isinstance(key, str) or key not in RECOMMENDED_RECIPES:
+        raise ValueError(
+            f"recipe must be None or one of {sorted(RECOMMENDED_RECIPES)}; got {recipe!r}."
+        )
+    chosen = RECOMMENDED_RECIPES[key]
+    members = [(name, cls(**params)) for name, cls, params in chosen.members]
     return Pipeline(
         [
             ("preprocess", make_tabular_preprocessor()),
@@ -94,10 +174,14 @@ def make_recommended_classifier(
                 "classifier",
                 CrossFitClassifier(
                     members,
-                    cv=RECOMMENDED["folds"],
+                    cv=chosen.folds,
                     calibration="auto",
                     n_jobs=n_jobs,
+                    prune=chosen.prune,
+                    refit=refit,
+                    time_limit=time_limit,
                     random_state=random_state,
+                    verbose=verbose,
                 ),
             ),
         ]
