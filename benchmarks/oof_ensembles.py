@@ -1,4 +1,5 @@
-"""Issue 28 study: cross-fitted ensembles calibrated out of fold, against HGB, LightGBM, RealMLP.
+"""Cross-fitted ensembles calibrated out of fold, against HGB, LightGBM, RealMLP (issue 28;
+the full-size study of issue 37 is ``--config scale``).
 
 One command runs a config (resumable) and writes its tables and figure::
 
@@ -16,8 +17,10 @@ The records live in the repository (``benchmarks/results/<config>/records``), so
   temperature, the datasets where it is lower than RealMLP-TD and than HGB cross-fitted the
   same way, its median ECE and accuracy, its fit seconds per 1000 rows of the training split
   (median over datasets, one thread), and its fit time over HGB's on the same dataset (median;
-  a cross-fitted method's divided by ``min(2, folds)``, an estimate of ``n_jobs=2``; the
-  measured wall-time ratio is ``crossfit_cost.py``'s);
+  a cross-fitted method's divided by ``min(2, folds)``, an estimate of ``n_jobs=2``, unless
+  the method sets ``n_jobs`` itself; the measured wall-time ratio is ``crossfit_cost.py``'s),
+  its predict milliseconds per 1000 test rows, its pickle size and the summed weight of its
+  members other than gradient boosting (medians over datasets);
 * ``pairs_<config>.md``: the paired questions of the issue (cross-fitted NeSCal against
   cross-fitted CE, the chosen map or a fixed temperature, the boosting
   member, the chosen map against none);
@@ -129,14 +132,22 @@ def tables(config) -> tuple[str, str, dict]:
     stages = ((STAGE, "nll"), (STAGE, "ece"), (STAGE, "accuracy"), ("sklearn_temperature", "nll"))
     nll, ece, accuracy, sklearn = (unit_table(frame, ["clean"], s, m) for s, m in stages)
     fits = frame.drop_duplicates("key").assign(
-        seconds=lambda f: 1000 * f["fit_seconds"] / f["n_train"]
+        seconds=lambda f: 1000 * f["fit_seconds"] / f["n_train"],
+        predict=lambda f: 1e6 * f["predict_seconds"] / f["n_test"],
+        megabytes=lambda f: f["model_bytes"] / 1e6,
     )
-    seconds = fits.pivot_table(index="dataset", columns="method", values="seconds")
-    folds = {
+    seconds, predict, megabytes, network = (
+        fits.pivot_table(index="dataset", columns="method", values=v, dropna=False)
+        for v in ("seconds", "predict", "megabytes", "network_weight")
+    )
+    folds = {  # a method without n_jobs: its folds' time shared by two workers
         m.name: min(2, m.params["cv"]) if isinstance(m.params.get("cv"), int) else 1
         for m in config.methods
+        if "n_jobs" not in m.params
     }
-    ratio = (seconds / pd.Series(folds)).div(seconds[HGB], axis=0)  # n_jobs=2: folds two at a time
+    ratio = (seconds / pd.Series(folds).reindex(seconds.columns, fill_value=1)).div(
+        seconds[HGB], axis=0
+    )
 
     def cell(method: str, reference, lower_only: bool = False) -> str:
         mine = nll[method].dropna()
@@ -158,12 +169,15 @@ def tables(config) -> tuple[str, str, dict]:
             method,
             f"{nll[method].median():.4f}",
             cell(method, nll[HGB]),
-            cell(method, sklearn[HGB]),
+            cell(method, sklearn[HGB]) if HGB in sklearn else "–",
             *(cell(method, nll[ref], True) if ref in nll else "–" for ref in (REALMLP, HGB_CF)),
             f"{ece[method].median():.4f}",
             f"{accuracy[method].median():.4f}",
             f"{seconds[method].median():.2f}",
             f"{ratio[method].median():.1f}×",
+            f"{predict[method].median():.2f}",
+            f"{megabytes[method].median():.2f}",
+            "–" if network[method].isna().all() else f"{network[method].median():.2f}",
         ]
         for method in nll.median().sort_values().index
     ]
@@ -178,6 +192,9 @@ def tables(config) -> tuple[str, str, dict]:
         "median accuracy",
         "fit s / 1000 rows",
         "fit time × HGB's (folds two at a time)",
+        "predict ms / 1000 rows",
+        "pickle MB",
+        "network weight",
     ]
     pairs = [[q, f"{m} vs {a}", cell(m, nll[a])] for q, m, a in PAIRS if m in nll and a in nll]
     if {"recommended", "cf_identity"} <= set(nll):  # the map, fit by fit (not seed means)

@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from ._base import ConfigError, RunError
 from ._conditions import CLEAN
 from ._config import BenchmarkConfig, validate_config
@@ -24,11 +26,12 @@ from ._records import RecordStore
 
 #: The columns of :func:`results_frame`: one row per fit, condition, stage and metric.
 #: ``calibration`` is the map a self-calibrating fit chose (``CrossFitClassifier``'s
-#: ``calibration_``), None for the others.
+#: ``calibration_``), None for the others; ``network_weight`` the summed weight of its
+#: members other than gradient boosting, NaN for the others.
 # A data table: column names wrapped at 100 columns, not one per line (fmt: skip).
 COLUMNS = ("key", "dataset", "method", "seed", "condition", "stage", "metric", "value",
            "penalty_status", "fit_seconds", "cache_seconds", "calibration",
-           "n_train")  # fmt: skip
+           "n_train", "n_test", "predict_seconds", "model_bytes", "network_weight")  # fmt: skip
 
 
 @dataclass
@@ -174,7 +177,12 @@ def _rows(record: dict):
     fit, run, data = (record.get(part, {}) for part in ("fit", "run", "data"))
     head = tuple(record[k] for k in ("key", "dataset", "method", "seed"))
     info = (fit.get("penalty_status"), run.get("fit_seconds"), fit.get("cache_seconds"))
-    tail = (*info, fit.get("calibration"), data.get("n_train"))
+    members = [spec["class"] for _, spec in record.get("params", {}).get("estimators", [])]
+    weights = zip(members, fit.get("weights") or [np.nan] * len(members), strict=True)
+    network = sum(w for c, w in weights if "HistGradientBoosting" not in c) if members else np.nan
+    sizes = (data.get("n_train"), data.get("n_test"))
+    tail = (*info, fit.get("calibration"), *sizes, run.get("predict_seconds"))
+    tail = (*tail, run.get("model_bytes"), network)
     for condition, stages in {CLEAN: record["test"], **record.get("conditions", {})}.items():
         for stage, metrics in stages.items():
             for metric, value in metrics.items():
