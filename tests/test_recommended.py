@@ -1,0 +1,71 @@
+"""The recommended model's dated recipes: old ones frozen, the newest the default."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from sklearn.ensemble import HistGradientBoostingClassifier
+
+from nescal_sklearn import NeSCalClassifier
+from nescal_sklearn.ensemble import (
+    LATEST_RECOMMENDED,
+    RECOMMENDED,
+    RECOMMENDED_RECIPES,
+    make_recommended_classifier,
+)
+
+
+def _described(recipe: str | None) -> dict:
+    crossfit = make_recommended_classifier(random_state=0, recipe=recipe)[-1]
+    return {
+        "cv": crossfit.cv,
+        "prune": crossfit.prune,
+        "members": [
+            (name, type(member).__name__, member.get_params(deep=False))
+            for name, member in crossfit.estimators
+        ],
+    }
+
+
+def test_the_recipe_of_2026_12_04_is_the_model_its_study_measured():
+    """An old recipe never changes: the out-of-fold study's model, written out by hand."""
+    nescal = NeSCalClassifier(recipe="2026-12-04", patience=10).get_params(deep=False)
+    hgb = HistGradientBoostingClassifier(early_stopping=True).get_params(deep=False)
+    assert _described("2026-12-04") == {
+        "cv": 5,
+        "prune": False,
+        "members": [
+            ("nescal", "NeSCalClassifier", nescal),
+            ("hgb", "HistGradientBoostingClassifier", hgb),
+        ],
+    }
+
+
+def test_the_default_is_the_newest_recipe():
+    assert LATEST_RECOMMENDED == max(RECOMMENDED_RECIPES)
+    assert RECOMMENDED is RECOMMENDED_RECIPES[LATEST_RECOMMENDED]
+    assert _described(None) == _described(LATEST_RECOMMENDED)
+
+
+@pytest.mark.parametrize("name", sorted(RECOMMENDED_RECIPES))
+def test_every_recipe_is_dated_and_builds_fresh_members(name):
+    recipe = RECOMMENDED_RECIPES[name]
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", recipe.name) and recipe.name == name
+    first = make_recommended_classifier(recipe=name)[-1].estimators
+    second = make_recommended_classifier(recipe=name)[-1].estimators
+    assert all(a is not b for (_, a), (_, b) in zip(first, second, strict=True))
+
+
+def test_recipes_cannot_be_edited():
+    with pytest.raises(TypeError):
+        RECOMMENDED_RECIPES["2026-12-04"] = RECOMMENDED  # type: ignore[index]
+    with pytest.raises(AttributeError):
+        RECOMMENDED.prune = not RECOMMENDED.prune  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("recipe", ["2026-01-01", "latest", 20261204])
+def test_an_unknown_recipe_is_refused_with_the_list(recipe):
+    message = f"recipe must be None or one of {sorted(RECOMMENDED_RECIPES)}; got {recipe!r}."
+    with pytest.raises(ValueError, match=re.escape(message)):
+        make_recommended_classifier(recipe=recipe)
