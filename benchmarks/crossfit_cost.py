@@ -38,6 +38,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--max-rows", type=int, default=3000, help="rows per dataset")
     parser.add_argument("--repeats", type=int, default=2, help="timed runs; the best is kept")
     parser.add_argument("--out", type=Path, default=None, help="write the table here too")
+    parser.add_argument("--recipe", default=None, help="the recommended model's (the newest)")
+    parser.add_argument("--dask", action="store_true", help="also on a 2-worker dask cluster")
     return parser.parse_args(argv)
 
 
@@ -91,10 +93,14 @@ def hgb_ts(X, y):
         return CalibratedTemperature(FrozenEstimator(model)).fit(X_cal, y_cal)
 
 
-def recommended(X, y):
+def recommended(X, y, recipe=None, backend="loky"):
+    """The recommended model, its members on two joblib workers of ``backend``."""
+    from joblib import parallel_backend
+
     from nescal_sklearn import make_recommended_classifier
 
-    return make_recommended_classifier(random_state=0, n_jobs=2).fit(X, y)
+    with parallel_backend(backend):
+        return make_recommended_classifier(random_state=0, n_jobs=2, recipe=recipe).fit(X, y)
 
 
 def main(argv=None) -> int:
@@ -105,19 +111,29 @@ def main(argv=None) -> int:
 
         names = SUITES["dev"]
     lines = [
-        "| dataset | rows | HGB + TS s | recommended (n_jobs=2) s | ratio |",
-        "|---|---:|---:|---:|---:|",
+        "| dataset | rows | HGB + TS s | recommended (n_jobs=2) s | ratio |"
+        + (" on dask s |" if args.dask else ""),
+        "|---|---:|---:|---:|---:|" + ("---:|" if args.dask else ""),
     ]
+    if args.dask:  # two single-threaded workers, as n_jobs=2 on loky
+        from distributed import Client
+
+        client = Client(n_workers=2, threads_per_worker=1)
     ratios = []
     for name in names:
         X, y = _rows(name, args.data_dir, args.max_rows)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             base = _best(lambda X=X, y=y: hgb_ts(X, y), args.repeats)
-            ours = _best(lambda X=X, y=y: recommended(X, y), args.repeats)
+            ours = _best(lambda X=X, y=y: recommended(X, y, args.recipe), args.repeats)
+            if args.dask:
+                dask = _best(lambda X=X, y=y: recommended(X, y, args.recipe, "dask"), args.repeats)
         ratios.append(ours / base)
-        lines.append(f"| {name} | {len(y)} | {base:.2f} | {ours:.2f} | {ours / base:.1f}× |")
+        extra = f" {dask:.2f} |" if args.dask else ""
+        lines.append(f"| {name} | {len(y)} | {base:.2f} | {ours:.2f} | {ours / base:.1f}× |{extra}")
         print(lines[-1], flush=True)
+    if args.dask:
+        client.close()
     lines.append(f"| median | | | | {np.median(ratios):.1f}× |")
     table = "\n".join(lines) + "\n"
     print(table)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -141,3 +142,21 @@ def test_diagnostics_quick(tmp_path):
         assert (tmp_path / f"diagnostics_{name}.png").stat().st_size > 5_000
     assert "| ls_030 |" in out and "| nescal |" in out and "LCE after TS" in out
     assert run_script("benchmarks/diagnostics.py", *args, "--no-run") == out
+
+
+def test_member_cost_quick():
+    out = run_script("benchmarks/member_cost.py", "--quick")
+    (row,) = [line for line in out.splitlines() if line.startswith("| 64 |")]
+    estimator, loop, bound = (float(cell) for cell in row.split("|")[2:5])
+    assert estimator > 0 and loop > 0 and bound > 0
+
+
+@pytest.mark.skipif(not DATA.is_dir(), reason="the local dev suite ../shared/data is absent")
+def test_crossfit_cost_times_both_models(tmp_path):
+    dask = importlib.util.find_spec("distributed") is not None  # a dev extra's optional
+    args = ["--datasets", "wdbc", "--max-rows", "200", "--repeats", "1", "--recipe", "2026-12-04"]
+    out = run_script("benchmarks/crossfit_cost.py", *args, *(["--dask"] if dask else []))
+    row = next(line for line in out.splitlines() if line.startswith("| wdbc |"))
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    assert cells[1] == "160" and float(cells[2]) > 0 and float(cells[3]) > float(cells[2])
+    assert not dask or float(cells[5]) > 0
