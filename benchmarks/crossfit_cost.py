@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import time
 import warnings
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -39,7 +40,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=2, help="timed runs; the best is kept")
     parser.add_argument("--out", type=Path, default=None, help="write the table here too")
     parser.add_argument("--recipe", default=None, help="the recommended model's (the newest)")
-    parser.add_argument("--dask", action="store_true", help="also on a 2-worker dask cluster")
+    parser.add_argument("--backend", default="loky", help="joblib's: loky, or dask (2 workers)")
     return parser.parse_args(argv)
 
 
@@ -111,11 +112,10 @@ def main(argv=None) -> int:
 
         names = SUITES["dev"]
     lines = [
-        "| dataset | rows | HGB + TS s | recommended (n_jobs=2) s | ratio |"
-        + (" on dask s |" if args.dask else ""),
-        "|---|---:|---:|---:|---:|" + ("---:|" if args.dask else ""),
+        f"| dataset | rows | HGB + TS s | recommended (n_jobs=2, {args.backend}) s | ratio |",
+        "|---|---:|---:|---:|---:|",
     ]
-    if args.dask:  # two single-threaded workers, as n_jobs=2 on loky
+    if args.backend == "dask":  # two single-threaded workers, as n_jobs=2 on loky
         from distributed import Client
 
         client = Client(n_workers=2, threads_per_worker=1)
@@ -125,14 +125,12 @@ def main(argv=None) -> int:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             base = _best(lambda X=X, y=y: hgb_ts(X, y), args.repeats)
-            ours = _best(lambda X=X, y=y: recommended(X, y, args.recipe), args.repeats)
-            if args.dask:
-                dask = _best(lambda X=X, y=y: recommended(X, y, args.recipe, "dask"), args.repeats)
+            fit = partial(recommended, X, y, args.recipe, args.backend)
+            ours = _best(fit, args.repeats)
         ratios.append(ours / base)
-        extra = f" {dask:.2f} |" if args.dask else ""
-        lines.append(f"| {name} | {len(y)} | {base:.2f} | {ours:.2f} | {ours / base:.1f}× |{extra}")
+        lines.append(f"| {name} | {len(y)} | {base:.2f} | {ours:.2f} | {ours / base:.1f}× |")
         print(lines[-1], flush=True)
-    if args.dask:
+    if args.backend == "dask":
         client.close()
     lines.append(f"| median | | | | {np.median(ratios):.1f}× |")
     table = "\n".join(lines) + "\n"
