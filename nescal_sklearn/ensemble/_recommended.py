@@ -72,6 +72,43 @@ RECOMMENDED_RECIPES: Mapping[str, RecommendedRecipe] = MappingProxyType(
                 ),
                 prune=False,
             ),
+            RecommendedRecipe(
+                "2026-12-05",
+                "NeSCal members that see at most 600,000 rows with a batch growing with the "
+                "rows (docs/scale.md), HGB(early_stopping=True) and a second HGB "
+                "configuration, 5 folds, a member of weight 0 on the first fold not fitted "
+                "on the others (docs/networks.md).",
+                members=(
+                    (
+                        "nescal",
+                        NeSCalClassifier,
+                        MappingProxyType(
+                            {
+                                "recipe": "2026-12-04",
+                                "patience": 10,
+                                "max_row_epochs": 600_000,
+                                "batch_size": "auto",
+                            }
+                        ),
+                    ),
+                    _HGB,
+                    (
+                        "hgb2",
+                        HistGradientBoostingClassifier,
+                        MappingProxyType(
+                            {
+                                "early_stopping": True,
+                                "learning_rate": 0.05,
+                                "max_leaf_nodes": 15,
+                                "min_samples_leaf": 10,
+                                "l2_regularization": 1.0,
+                                "max_features": 0.8,
+                            }
+                        ),
+                    ),
+                ),
+                prune=True,
+            ),
         )
     }
 )
@@ -98,12 +135,14 @@ def make_recommended_classifier(
     scikit-learn pipeline preprocesses a raw table (numeric, categorical and datetime
     columns, missing values: :func:`~nescal_sklearn.make_tabular_preprocessor`), then
     fits a :class:`~nescal_sklearn.ensemble.CrossFitClassifier`: the recipe's members
-    (``NeSCalClassifier`` networks and ``HistGradientBoostingClassifier(early_stopping=
-    True)``) cross-fitted on 5 folds, each early-stopping on the fold it did not train
-    on, weighted by greedy ensemble selection on their out-of-fold predictions, and
-    calibrated by one map chosen out of fold among none, temperature scaling, quadratic
-    scaling (binary) and structured matrix scaling (multiclass). The recipes
-    (:data:`RECOMMENDED_RECIPES`) name the studies that chose them.
+    (``NeSCalClassifier`` networks and two configurations of
+    ``HistGradientBoostingClassifier(early_stopping=True)`` in the newest) cross-fitted
+    on 5 folds, each early-stopping on the fold it did not train on, weighted by greedy
+    ensemble selection on their out-of-fold predictions, and calibrated by one map chosen
+    out of fold among none, temperature scaling, quadratic scaling (binary) and
+    structured matrix scaling (multiclass). A member of weight 0 on the first fold is
+    not fitted on the others. The recipes (:data:`RECOMMENDED_RECIPES`) name the studies
+    that chose them; ``recipe="2026-12-04"`` gives the model of that date.
 
     ``fit`` takes a pandas DataFrame, a NumPy array or a list of rows (see
     :func:`~nescal_sklearn.make_tabular_preprocessor`); weights and groups go to the
