@@ -531,7 +531,10 @@ def test_max_row_epochs_cuts_the_epochs_and_auto_batches_grow_with_the_rows():
     same.set_params(random_state=0, patience=False).fit(X, y)
     np.testing.assert_array_equal(clf.predict_proba(X), same.predict_proba(X))
     settings = NeSCalClassifier(batch_size="auto").check_params()
-    assert [settings.for_rows(n).batch_size for n in (31_999, 32_000, 107_999, 108_000)] == [
+    assert [
+        settings.for_rows(n, validated=True, held_out=True).batch_size
+        for n in (31_999, 32_000, 107_999, 108_000)
+    ] == [
         256,
         512,
         512,

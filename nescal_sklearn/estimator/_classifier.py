@@ -1,8 +1,9 @@
 """``NeSCalClassifier``: a scikit-learn classifier trained with NeSCal (or a baseline loss).
 
 ``fit`` reads top to bottom: the settings (:mod:`._settings`), the data
-(:mod:`._fit_data`), NeSCal's plan, the network and its skorch net (:mod:`._net`),
-training, the checks of its outcome (:mod:`._outcome`), then the fitted attributes.
+(:mod:`._fit_data`), the settings for its rows with NeSCal's plan, the network
+(:mod:`._network`) and its skorch net (:mod:`._net`), training, the checks of its outcome
+(:mod:`._outcome`), then the fitted attributes.
 """
 
 from __future__ import annotations
@@ -24,15 +25,8 @@ from torch import nn
 from ..losses import LOSSES, TrainingLoss, get_loss
 from ..preprocessing import ColumnLayout
 from ._fit_data import FitData, prepare_fit_data
-from ._net import (
-    NeighbourPlan,
-    build_network,
-    frozen_parts,
-    make_net,
-    module_logits,
-    plan_neighbours,
-    training_device,
-)
+from ._net import make_net
+from ._network import build_network, frozen_parts, module_logits, training_device
 from ._outcome import check_finite, check_training_ended, penalty_status, warn_degenerate
 from ._recipes import RECIPES, get_recipe
 from ._schedule import LR_SCHEDULES
@@ -403,15 +397,16 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
             data = prepare_fit_data(
                 self, settings, X, y, sample_weight, X_val, y_val, sample_weight_val, rng
             )
-            settings = settings.for_rows(len(data.X_train))
-            plan = plan_neighbours(settings, data)
+            settings = settings.for_rows(
+                len(data.X_train), validated=data.X_valid is not None, held_out=data.held_out
+            )
             device = training_device(settings.device)
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(seed)
                 module = build_network(settings, data)
                 frozen = None if settings.freeze is None else frozen_parts(module, settings.freeze)
                 net, callbacks = make_net(
-                    settings, data, plan, module, device=device, seed=seed, frozen=frozen
+                    settings, data, module, device=device, seed=seed, frozen=frozen
                 )
                 train_X = {"X": data.X_train, "index": np.arange(len(data.X_train))}
                 if data.w_train is not None:
@@ -421,7 +416,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
             check_training_ended(net, callbacks, settings)
             logits = check_finite(net, data, settings)
             warn_degenerate(net, callbacks, data, settings, logits)
-        self._set_fitted(net, callbacks, plan, settings, data)
+        self._set_fitted(net, callbacks, settings, data)
         return self
 
     def check_params(self) -> FitSettings:
@@ -458,9 +453,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("_")]:
             delattr(self, name)
 
-    def _set_fitted(
-        self, net, callbacks: dict, plan: NeighbourPlan | None, settings: FitSettings, data: FitData
-    ):
+    def _set_fitted(self, net, callbacks: dict, settings: FitSettings, data: FitData):
         """Set every fitted attribute, once training has succeeded."""
         self.classes_ = data.classes
         self.n_features_in_ = data.n_features_in
@@ -469,6 +462,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         self.recipe_ = settings.recipe
         self.params_ = settings.params
         self.loss_ = settings.loss
+        plan = settings.neighbours
         self.warmup_ = None if plan is None else plan.warmup
         self.n_neighbors_ = None if plan is None else plan.n_neighbors
         self.column_layout_ = data.layout

@@ -1,26 +1,18 @@
-"""The network of a fit: the module, checked, and the skorch net that trains it.
+"""The skorch net of a fit: its assembly, and the net itself.
 
-* :func:`plan_neighbours` fixes NeSCal's warm-up and neighbour count for the fit's data;
-* :func:`build_network` builds the module a fit trains (the default network with the
-  options of ``module_kwargs`` on the column layout, a module class, or a copy of an
-  instance) and checks it on two training rows;
 * :func:`make_net` assembles :class:`NeSCalNet` and its callbacks, in the order they
-  must run each epoch;
+  must run each epoch, around the module of :func:`~._network.build_network`;
 * :class:`NeSCalNet` extends skorch through its documented hooks only: ``initialize``
   (the per-fit attributes below), ``get_all_learnable_params`` (frozen parameters stay
   out of the optimizer), ``infer`` (the batch arrives as a dict ``{"X": features,
   "index": row ids}``; the module sees the features only), ``get_loss`` (skorch's, with
   :class:`TrainingCriterion` as the criterion, plus the NeSCal penalty) and
-  ``train_step_single`` (mixup, as an explicit step). No private name of skorch is used;
-* :func:`module_logits` is the network's prediction on rows, in eval mode.
+  ``train_step_single`` (mixup, as an explicit step). No private name of skorch is used.
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import torch
@@ -32,9 +24,8 @@ from skorch.helper import predefined_split
 from torch import nn
 from torch.utils.data import BatchSampler, DataLoader, RandomSampler, SequentialSampler
 
-from ..exceptions import ParameterError
 from ..losses import TrainingLoss
-from ..nn import build_module, ensemble_logits, flatten_members, layout_kwargs
+from ..nn import ensemble_logits, flatten_members
 from ._callbacks import (
     BuildNeighbourhood,
     PenaltySchedule,
@@ -44,186 +35,17 @@ from ._callbacks import (
     ValidationNLL,
     WarmupEnd,
 )
-from ._fit_data import FitData, largest_abs
-from ._freeze import FrozenParts, Unfreeze, resolve_frozen
+from ._fit_data import FitData
+from ._freeze import FrozenParts, Unfreeze
 from ._schedule import lr_scheduler
 from ._settings import FitSettings
 
-__all__ = [
-    "NeSCalNet",
-    "NeighbourPlan",
-    "TrainingCriterion",
-    "build_network",
-    "frozen_parts",
-    "make_net",
-    "module_logits",
-    "plan_neighbours",
-    "training_device",
-]
-
-#: Rows per forward pass in ``predict``, ``predict_proba`` and ``decision_function``.
-PREDICT_BATCH_ROWS = 8192
-
-#: Warm-up fraction used by ``warmup="auto"`` when there are no validation rows.
-AUTO_WARMUP_FALLBACK = 0.3
-
-
-@dataclass(frozen=True)
-class NeighbourPlan:
-    """NeSCal's warm-up and neighbour count as one fit trains them (``warmup_``,
-    ``n_neighbors_``): ``"auto"`` or a number of epochs, and the neighbours per row."""
-
-    warmup: int | str
-    n_neighbors: int
-
-
-def plan_neighbours(settings: FitSettings, data: FitData) -> NeighbourPlan | None:
-    """NeSCal's warm-up and neighbour count as this fit will train them (None for a loss
-    without a graph).
-
-    The spec is not changed: what differs from it (the ``auto`` warm-up without
-    validation rows, a default ``n_neighbors`` too large for the data) is returned,
-    announced with a warning, and recorded as ``warmup_`` and ``n_neighbors_``.
-    """
-    loss = settings.loss
-    if not loss.uses_neighbours:
-        return None
-    max_epochs = settings.max_epochs
-    warmup: int | str = "auto"
-    if loss.warmup == "auto" and data.X_valid is None:
-        warmup = int(AUTO_WARMUP_FALLBACK * max_epochs)
-        warnings.warn(
-            "loss__warmup='auto' ends the warm-up where the validation NLL stops "
-            "improving, but early_stopping=False holds out no validation rows; the "
-            f"warm-up falls back to {AUTO_WARMUP_FALLBACK} of max_epochs ({warmup} "
-            "epochs, warmup_). Pass an int or float warmup to silence this warning.",
-            UserWarning,
-            stacklevel=3,
-        )
-    elif loss.warmup != "auto":
-        warmup = loss.warmup_epochs(max_epochs)
-    n_train = len(data.X_train)
-    held = (
-        f" after holding out validation_fraction={settings.validation_fraction}"
-        if data.held_out
-        else ""
-    )
-    n_neighbors = loss.n_neighbors
-    if n_train < n_neighbors + 1 and settings.loss_name is not None and n_train >= 2:
-        n_neighbors = n_train - 1
-        warnings.warn(
-            f"loss__n_neighbors={loss.n_neighbors} (the recipe's value for "
-            f"loss={settings.loss_name!r}) needs at least {loss.n_neighbors + 1} training "
-            f"rows; got {n_train}{held}. Using {n_neighbors} neighbours instead (recorded "
-            "as n_neighbors_); pass loss__n_neighbors explicitly to choose.",
-            UserWarning,
-            stacklevel=3,
-        )
-    if n_train < n_neighbors + 1:
-        raise ParameterError(
-            "loss__n_neighbors",
-            f"loss__n_neighbors={loss.n_neighbors} needs at least {loss.n_neighbors + 1} "
-            f"training rows; got {n_train}{held}.",
-        )
-    return NeighbourPlan(warmup, n_neighbors)
-
-
-def training_device(device: str | torch.device) -> torch.device:
-    """``device`` as a torch device that is available here (else a ParameterError)."""
-    try:
-        resolved = torch.device(device)
-    except RuntimeError as exc:  # torch's own message lists the device types it knows
-        raise ParameterError(
-            "device",
-            f"device={device!r} is not a torch device; expected a device string "
-            f"such as 'cpu', 'cuda' or 'cuda:1' (torch: {exc}).",
-        ) from None
-    if resolved.type == "cuda" and not torch.cuda.is_available():
-        raise ParameterError(
-            "device", f"device={device!r} was requested but CUDA is not available."
-        )
-    return resolved
-
-
-def build_network(settings: FitSettings, data: FitData) -> nn.Module:
-    """The network, checked on two training rows: one logit per class and member."""
-    n_classes = len(data.classes)
-    mlp_kwargs: dict[str, Any] = {
-        "hidden_sizes": settings.hidden_sizes,
-        "dropout": settings.dropout,
-        "activation": settings.activation,
-    }
-    kwargs = dict(settings.module_kwargs)
-    if settings.module is None:
-        kwargs = layout_kwargs(kwargs, data.layout)
-        if kwargs.get("numeric_embedding") is not None and not kwargs["embedded_features"]:
-            warnings.warn(
-                f"module_kwargs numeric_embedding={kwargs['numeric_embedding']!r} "
-                "finds no numeric column to embed in the layout (every column "
-                "is one-hot or binary); the network sees the columns as they are.",
-                UserWarning,
-                stacklevel=4,
-            )
-    module = build_module(
-        settings.module,
-        kwargs,
-        n_features=data.n_features_in,
-        n_classes=n_classes,
-        mlp_kwargs=mlp_kwargs,
-    )
-    probe = torch.as_tensor(data.X_train[:2])
-    was_training = module.training
-    module.eval()
-    try:
-        with torch.no_grad():
-            out = module(probe)
-    except Exception as exc:  # the module's own error, on rows of the data's width
-        raise ValueError(
-            f"module {type(module).__name__} failed on a batch of X's rows "
-            f"({data.n_features_in} columns): {type(exc).__name__}: {exc}"
-        ) from exc
-    finally:
-        module.train(was_training)
-    if not isinstance(out, torch.Tensor) or out.dim() not in (2, 3):
-        shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
-        raise ValueError(
-            f"module {type(module).__name__} must return logits of shape (n, n_classes) "
-            f"or (n, n_members, n_classes); got {shape} for a batch of {len(probe)} rows."
-        )
-    if out.shape[-1] != n_classes:
-        raise ValueError(
-            f"module {type(module).__name__} returns {out.shape[-1]} logits per row, but "
-            f"y has {n_classes} classes {data.classes.tolist()!r}; the output width "
-            "must be the number of classes."
-        )
-    if not bool(torch.isfinite(out).all()):
-        raise ValueError(
-            f"module {type(module).__name__} returns non-finite logits (nan or inf) for "
-            f"the first {len(probe)} rows of X before any training (their largest "
-            f"absolute value is {largest_abs(data.X_train[:2]):.3g}); a module "
-            "must map finite inputs to finite logits."
-        )
-    return module
-
-
-def frozen_parts(module: nn.Module, freeze) -> FrozenParts:
-    """The parts of ``module`` that the patterns ``freeze`` freeze; not all of it."""
-    frozen = resolve_frozen(module, freeze)
-    n_params = sum(1 for _ in module.parameters())
-    if len(frozen.parameters) == n_params:
-        raise ParameterError(
-            "freeze",
-            f"freeze={list(freeze)!r} freezes every parameter of "
-            f"{type(module).__name__}: nothing would train. Leave some part (a head) "
-            "unfrozen.",
-        )
-    return frozen
+__all__ = ["NeSCalNet", "TrainingCriterion", "make_net"]
 
 
 def make_net(
     settings: FitSettings,
     data: FitData,
-    plan: NeighbourPlan | None,
     module: nn.Module,
     *,
     device: torch.device,
@@ -239,12 +61,11 @@ def make_net(
     Parameters
     ----------
     settings : FitSettings
+        The settings for the data's rows (:meth:`FitSettings.for_rows`), NeSCal's
+        warm-up and neighbour count (``neighbours``) included.
     data : FitData
-    plan : NeighbourPlan or None
-        NeSCal's warm-up and neighbour count (:func:`plan_neighbours`); None for a loss
-        without a graph.
     module : torch.nn.Module
-        The network (:func:`build_network`).
+        The network (:func:`~._network.build_network`).
     device : torch.device
     seed : int
         Seed of the graph and of mixup.
@@ -257,7 +78,7 @@ def make_net(
     callbacks : dict
         The callbacks by name, for the checks after training.
     """
-    loss, max_epochs = settings.loss, settings.max_epochs
+    loss, max_epochs, plan = settings.loss, settings.max_epochs, settings.neighbours
     validated = data.X_valid is not None
     monitor = settings.criterion.key if validated else None
     callbacks: dict = {}
@@ -585,26 +406,3 @@ def _sample_weight(X, like: torch.Tensor) -> torch.Tensor | None:
     if not isinstance(X, Mapping) or X.get("sample_weight") is None:
         return None
     return torch.as_tensor(X["sample_weight"]).to(device=like.device, dtype=like.dtype)
-
-
-def module_logits(module: nn.Module, X: np.ndarray) -> np.ndarray:
-    """The network's logits (an ensemble's: the log of its mean probability) on float32
-    rows ``X``, as float64 (n, n_classes), computed in eval mode where the network lives.
-
-    The network is never moved, and a fitted one (in eval mode) is not written to, so
-    prediction is thread-safe; a network in training mode is put back in it afterwards.
-    """
-    parameter = next(module.parameters(), None)
-    device = torch.device("cpu") if parameter is None else parameter.device
-    was_training = module.training
-    if was_training:
-        module.eval()
-    outputs = []
-    try:
-        with torch.no_grad():
-            for chunk in torch.split(torch.as_tensor(X), PREDICT_BATCH_ROWS):
-                outputs.append(ensemble_logits(module(chunk.to(device)).float()).cpu())
-    finally:
-        if was_training:
-            module.train()
-    return torch.cat(outputs).numpy().astype(np.float64)

@@ -23,7 +23,7 @@ from scipy.special import softmax
 
 from ..exceptions import PenaltyInactiveWarning
 from ._fit_data import FitData, largest_abs
-from ._net import module_logits
+from ._network import module_logits
 from ._settings import CRITERIA, FitSettings
 
 __all__ = ["check_finite", "check_training_ended", "penalty_status", "warn_degenerate"]

@@ -11,6 +11,7 @@ as ``get_params(deep=True)`` spells it (``"max_epochs"``, ``"loss__warmup"``).
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from types import MappingProxyType
@@ -36,6 +37,7 @@ __all__ = [
     "RECIPE_PARAMS",
     "Criterion",
     "FitSettings",
+    "NeighbourPlan",
     "resolve_settings",
 ]
 
@@ -63,6 +65,9 @@ INT_PARAMS = ("max_epochs", "max_row_epochs", "batch_size", "patience", "unfreez
 #: 1,024 from 108,000.
 AUTO_BATCH_SIZES = ((0, 256), (32_000, 512), (108_000, 1024))
 
+#: Warm-up fraction used by ``warmup="auto"`` when there are no validation rows.
+AUTO_WARMUP_FALLBACK = 0.3
+
 
 @dataclass(frozen=True)
 class Criterion:
@@ -80,6 +85,15 @@ CRITERIA: Mapping[str, Criterion] = MappingProxyType(
         "refinement": Criterion("valid_refined_nll", "validation NLL after temperature scaling"),
     }
 )
+
+
+@dataclass(frozen=True)
+class NeighbourPlan:
+    """NeSCal's warm-up and neighbour count as one fit trains them (``warmup_``,
+    ``n_neighbors_``): ``"auto"`` or a number of epochs, and the neighbours per row."""
+
+    warmup: int | str
+    n_neighbors: int
 
 
 @dataclass(frozen=True)
@@ -118,6 +132,9 @@ device, random_state, verbose
     unfreeze_lr : float or None
         The learning rate of the unfrozen parameters from ``unfreeze_at`` on (``lr``
         when not given); None without ``unfreeze_at``.
+    neighbours : NeighbourPlan or None
+        NeSCal's warm-up and neighbour count for the data's rows, set by
+        :meth:`for_rows`; None before it and for a loss without a graph.
     """
 
     recipe: str
@@ -149,21 +166,30 @@ device, random_state, verbose
     device: str | torch.device
     random_state: int | np.random.RandomState | None
     verbose: int
+    neighbours: NeighbourPlan | None = None
 
     def __getitem__(self, name: str) -> Any:
         if name not in {field.name for field in fields(self)}:
             raise KeyError(name)
         return getattr(self, name)
 
-    def for_rows(self, n_train: int) -> FitSettings:
+    def for_rows(self, n_train: int, *, validated: bool, held_out: bool) -> FitSettings:
         """These settings for ``n_train`` training rows: ``batch_size="auto"`` resolved
-        (:data:`AUTO_BATCH_SIZES`), and ``max_epochs`` cut to
-        ``ceil(max_row_epochs / n_train)`` where that is fewer.
+        (:data:`AUTO_BATCH_SIZES`), ``max_epochs`` cut to
+        ``ceil(max_row_epochs / n_train)`` where that is fewer, and NeSCal's warm-up and
+        neighbour count (``neighbours``).
+
+        ``validated`` says whether the fit has validation rows, ``held_out`` whether they
+        were held out of ``X`` (messages say so). The loss is not changed: where the plan
+        differs from it (the ``auto`` warm-up without validation rows, a default
+        ``n_neighbors`` too large for the data) a warning says so, and the fit records
+        the plan as ``warmup_`` and ``n_neighbors_``.
 
         Raises
         ------
         ParameterError
-            When a fixed NeSCal warm-up would then outlast the epochs.
+            When a fixed NeSCal warm-up would then outlast the epochs, or the training
+            rows are too few for the neighbours asked for.
         """
         batch_size = self.batch_size
         if batch_size == "auto":
@@ -171,19 +197,59 @@ device, random_state, verbose
         max_epochs = self.max_epochs
         if self.max_row_epochs is not None:
             max_epochs = min(max_epochs, math.ceil(self.max_row_epochs / max(n_train, 1)))
-        loss = self.loss
-        if loss.uses_neighbours and loss.warmup != "auto" and max_epochs < self.max_epochs:
-            fixed = loss.warmup_epochs(max_epochs)
-            if fixed >= max_epochs:
-                raise ParameterError(
-                    "loss__warmup",
-                    f"loss__warmup={loss.warmup!r} ends the warm-up at epoch {fixed + 1}, "
-                    f"after the last of the {max_epochs} epochs that "
-                    f"max_row_epochs={self.max_row_epochs} leaves for {n_train} training "
-                    "rows: the neighbour graph would never be built. Pass a shorter "
-                    "warmup, a fraction in [0, 1), or a larger max_row_epochs.",
-                )
-        return replace(self, batch_size=batch_size, max_epochs=max_epochs)
+        if max_epochs < self.max_epochs:  # the parameter's own epochs were checked before
+            _check_warmup(
+                self.loss,
+                max_epochs,
+                f"the {max_epochs} epochs that max_row_epochs={self.max_row_epochs} "
+                f"leaves for {n_train} training rows",
+                "a larger max_row_epochs",
+            )
+        rows = replace(self, batch_size=batch_size, max_epochs=max_epochs)
+        return replace(rows, neighbours=rows._neighbour_plan(n_train, validated, held_out))
+
+    def _neighbour_plan(
+        self, n_train: int, validated: bool, held_out: bool
+    ) -> NeighbourPlan | None:
+        """NeSCal's warm-up and neighbour count for ``n_train`` training rows (None for a
+        loss without a graph); see :meth:`for_rows`."""
+        loss, max_epochs = self.loss, self.max_epochs
+        if not loss.uses_neighbours:
+            return None
+        warmup: int | str = "auto"
+        if loss.warmup == "auto" and not validated:
+            warmup = int(AUTO_WARMUP_FALLBACK * max_epochs)
+            warnings.warn(
+                "loss__warmup='auto' ends the warm-up where the validation NLL stops "
+                "improving, but early_stopping=False holds out no validation rows; the "
+                f"warm-up falls back to {AUTO_WARMUP_FALLBACK} of max_epochs ({warmup} "
+                "epochs, warmup_). Pass an int or float warmup to silence this warning.",
+                UserWarning,
+                stacklevel=4,
+            )
+        elif loss.warmup != "auto":
+            warmup = loss.warmup_epochs(max_epochs)
+        held = (
+            f" after holding out validation_fraction={self.validation_fraction}" if held_out else ""
+        )
+        n_neighbors = loss.n_neighbors
+        if n_train < n_neighbors + 1 and self.loss_name is not None and n_train >= 2:
+            n_neighbors = n_train - 1
+            warnings.warn(
+                f"loss__n_neighbors={loss.n_neighbors} (the recipe's value for "
+                f"loss={self.loss_name!r}) needs at least {loss.n_neighbors + 1} training "
+                f"rows; got {n_train}{held}. Using {n_neighbors} neighbours instead (recorded "
+                "as n_neighbors_); pass loss__n_neighbors explicitly to choose.",
+                UserWarning,
+                stacklevel=4,
+            )
+        if n_train < n_neighbors + 1:
+            raise ParameterError(
+                "loss__n_neighbors",
+                f"loss__n_neighbors={loss.n_neighbors} needs at least {loss.n_neighbors + 1} "
+                f"training rows; got {n_train}{held}.",
+            )
+        return NeighbourPlan(warmup, n_neighbors)
 
     @property
     def criterion(self) -> Criterion | None:
@@ -325,14 +391,21 @@ def _resolved_loss(given: str | TrainingLoss, recipe: str, max_epochs: int) -> T
         raise ParameterTypeError("loss", str(exc)) from exc
     except ValueError as exc:
         raise ParameterError("loss", str(exc)) from exc
-    if loss.uses_neighbours and loss.warmup != "auto":
-        fixed = loss.warmup_epochs(max_epochs)
-        if fixed >= max_epochs:
-            raise ParameterError(
-                "loss__warmup",
-                f"loss__warmup={loss.warmup!r} ends the warm-up at epoch {fixed + 1}, "
-                f"after the last of max_epochs={max_epochs}: the neighbour graph would "
-                "never be built. Pass a shorter warmup, a fraction in [0, 1), or more "
-                "max_epochs.",
-            )
+    _check_warmup(loss, max_epochs, f"max_epochs={max_epochs}", "more max_epochs")
     return loss
+
+
+def _check_warmup(loss: TrainingLoss, max_epochs: int, epochs: str, remedy: str) -> None:
+    """A fixed NeSCal warm-up ends before the last of ``max_epochs`` epochs (described as
+    ``epochs``), or the graph would never be built: else a ParameterError that offers
+    ``remedy``."""
+    if not loss.uses_neighbours or loss.warmup == "auto":
+        return
+    fixed = loss.warmup_epochs(max_epochs)
+    if fixed >= max_epochs:
+        raise ParameterError(
+            "loss__warmup",
+            f"loss__warmup={loss.warmup!r} ends the warm-up at epoch {fixed + 1}, after the "
+            f"last of {epochs}: the neighbour graph would never be built. Pass a shorter "
+            f"warmup, a fraction in [0, 1), or {remedy}.",
+        )
