@@ -6,6 +6,7 @@ from sklearn.base import BaseEstimator
 from sklearn.pipeline import Pipeline
 
 from ..preprocessing import make_tabular_preprocessor
+from ._classifier import NeSCalClassifier
 
 __all__ = ["make_tabular_pipeline"]
 
@@ -49,8 +50,6 @@ def make_tabular_pipeline(
     (4, 2)
     """
     if classifier is None:
-        from ._classifier import NeSCalClassifier
-
         classifier = NeSCalClassifier()
     preprocess = make_tabular_preprocessor(
         numeric_features=numeric_features,
