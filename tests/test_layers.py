@@ -29,7 +29,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "nescal_sklearn"
 ROOT = "nescal_sklearn"
 
 #: Modules every room may import (and which import no room themselves).
-INFRASTRUCTURE = frozenset({"_params", "exceptions", "_compat"})
+INFRASTRUCTURE = frozenset({"_params", "_registry", "exceptions", "_compat"})
 
 #: Room -> the other rooms it may import. The order of DESIGN.md's "Layers": nn (the
 #: networks and ensemble helpers) below penalties, preprocessing below the estimator,

@@ -10,8 +10,8 @@ from sklearn.ensemble import HistGradientBoostingClassifier
 from nescal_sklearn import NeSCalClassifier
 from nescal_sklearn.ensemble import (
     LATEST_RECOMMENDED,
-    RECOMMENDED,
     RECOMMENDED_RECIPES,
+    get_recommended_recipe,
     make_recommended_classifier,
 )
 
@@ -44,7 +44,7 @@ def test_the_recipe_of_2026_12_04_is_the_model_its_study_measured():
 
 def test_the_default_is_the_newest_recipe():
     assert LATEST_RECOMMENDED == max(RECOMMENDED_RECIPES)
-    assert RECOMMENDED is RECOMMENDED_RECIPES[LATEST_RECOMMENDED]
+    assert get_recommended_recipe() is RECOMMENDED_RECIPES[LATEST_RECOMMENDED]
     assert _described(None) == _described(LATEST_RECOMMENDED)
 
 
@@ -58,10 +58,13 @@ def test_every_recipe_is_dated_and_builds_fresh_members(name):
 
 
 def test_recipes_cannot_be_edited():
+    newest = get_recommended_recipe()
     with pytest.raises(TypeError):
-        RECOMMENDED_RECIPES["2026-12-04"] = RECOMMENDED  # type: ignore[index]
+        RECOMMENDED_RECIPES["2026-12-04"] = newest  # type: ignore[index]
     with pytest.raises(AttributeError):
-        RECOMMENDED.prune = not RECOMMENDED.prune  # type: ignore[misc]
+        newest.prune = not newest.prune  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        newest.members[0][2]["patience"] = 1  # type: ignore[index]
 
 
 @pytest.mark.parametrize("recipe", ["2026-01-01", "latest", 20261204])
@@ -69,3 +72,19 @@ def test_an_unknown_recipe_is_refused_with_the_list(recipe):
     message = f"recipe must be None or one of {sorted(RECOMMENDED_RECIPES)}; got {recipe!r}."
     with pytest.raises(ValueError, match=re.escape(message)):
         make_recommended_classifier(recipe=recipe)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        get_recommended_recipe(recipe)
+
+
+def test_a_recipe_as_json_names_its_members_classes():
+    """The same ``to_json`` as the estimator's recipes: plain data, a class by its name."""
+    assert get_recommended_recipe("2026-12-04").to_json() == {
+        "name": "2026-12-04",
+        "summary": RECOMMENDED_RECIPES["2026-12-04"].summary,
+        "members": [
+            ["nescal", "NeSCalClassifier", {"recipe": "2026-12-04", "patience": 10}],
+            ["hgb", "HistGradientBoostingClassifier", {"early_stopping": True}],
+        ],
+        "folds": 5,
+        "prune": False,
+    }

@@ -4,18 +4,18 @@ from ._crossfit import CrossFitClassifier
 from ._greedy import greedy_ensemble_weights
 from ._recommended import (
     LATEST_RECOMMENDED,
-    RECOMMENDED,
     RECOMMENDED_RECIPES,
     RecommendedRecipe,
+    get_recommended_recipe,
     make_recommended_classifier,
 )
 
 __all__ = [
     "CrossFitClassifier",
     "LATEST_RECOMMENDED",
-    "RECOMMENDED",
     "RECOMMENDED_RECIPES",
     "RecommendedRecipe",
+    "get_recommended_recipe",
     "greedy_ensemble_weights",
     "make_recommended_classifier",
 ]

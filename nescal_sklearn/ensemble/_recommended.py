@@ -1,32 +1,45 @@
 """``make_recommended_classifier``: cross-fitted NeSCal networks and gradient boosting,
-calibrated out of fold, under a dated, frozen recipe."""
+calibrated out of fold, under a dated, frozen recipe.
+
+These dates are the recommended model's own registry, :data:`RECOMMENDED_RECIPES`
+(:func:`get_recommended_recipe`); each names a whole cross-fitted ensemble. The
+estimator has a separate one, ``nescal_sklearn.estimator.RECIPES``
+(:func:`~nescal_sklearn.estimator.get_recipe`), whose dates name a network's training
+settings: ``make_recommended_classifier(recipe="2026-12-04")`` and
+``NeSCalClassifier(recipe="2026-12-04")`` are different things (the recommended model
+of a date names the estimator recipe its networks train with).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any
 
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.pipeline import Pipeline
 
+from .._registry import DatedRecipe, lookup, registry
 from ..estimator import NeSCalClassifier
 from ..preprocessing import make_tabular_preprocessor
 from ._crossfit import CrossFitClassifier
 
 __all__ = [
     "LATEST_RECOMMENDED",
-    "RECOMMENDED",
     "RECOMMENDED_RECIPES",
     "RecommendedRecipe",
+    "get_recommended_recipe",
     "make_recommended_classifier",
 ]
 
 
 @dataclass(frozen=True)
-class RecommendedRecipe:
+class RecommendedRecipe(DatedRecipe):
     """A dated, frozen recommended model: its members and how they are cross-fitted.
+
+    An entry of :data:`RECOMMENDED_RECIPES`, the recommended model's registry (not the
+    estimator's, ``nescal_sklearn.estimator.RECIPES``). ``to_json()`` gives it as plain
+    JSON-ready data (tuples become lists, a member's class its name).
 
     Parameters
     ----------
@@ -41,83 +54,96 @@ class RecommendedRecipe:
     prune : bool
         Whether a member of weight 0 on the first fold is fitted on the others
         (:class:`CrossFitClassifier`'s ``prune``).
+
+    Examples
+    --------
+    >>> from nescal_sklearn.ensemble import get_recommended_recipe
+    >>> recipe = get_recommended_recipe("2026-12-04")
+    >>> [(name, cls.__name__) for name, cls, _ in recipe.members], recipe.folds
+    ([('nescal', 'NeSCalClassifier'), ('hgb', 'HistGradientBoostingClassifier')], 5)
     """
 
-    name: str
-    summary: str
     members: tuple[tuple[str, type, Mapping[str, Any]], ...]
     folds: int = 5
     prune: bool = True
 
 
-_HGB = ("hgb", HistGradientBoostingClassifier, MappingProxyType({"early_stopping": True}))
+_HGB = ("hgb", HistGradientBoostingClassifier, {"early_stopping": True})
 
-#: The recommended models, by the date each became the default; an old one never changes,
-#: so a study that names one means the same model forever.
-RECOMMENDED_RECIPES: Mapping[str, RecommendedRecipe] = MappingProxyType(
-    {
-        recipe.name: recipe
-        for recipe in (
-            RecommendedRecipe(
-                "2026-12-04",
-                "NeSCal members (recipe 2026-12-04, patience 10) and HGB(early_stopping="
-                "True), 5 folds, every member on every fold (docs/oof_ensembles.md).",
-                members=(
-                    (
-                        "nescal",
-                        NeSCalClassifier,
-                        MappingProxyType({"recipe": "2026-12-04", "patience": 10}),
-                    ),
-                    _HGB,
-                ),
-                prune=False,
+#: The recommended models, by the date each became the default (a registry apart from the
+#: estimator's ``RECIPES``); an old one never changes, so a study that names one means the
+#: same model forever.
+RECOMMENDED_RECIPES: Mapping[str, RecommendedRecipe] = registry(
+    RecommendedRecipe(
+        "2026-12-04",
+        "NeSCal members (recipe 2026-12-04, patience 10) and HGB(early_stopping="
+        "True), 5 folds, every member on every fold (docs/oof_ensembles.md).",
+        members=(
+            (
+                "nescal",
+                NeSCalClassifier,
+                {"recipe": "2026-12-04", "patience": 10},
             ),
-            RecommendedRecipe(
-                "2026-12-05",
-                "NeSCal members that see at most 600,000 rows with a batch growing with the "
-                "rows (docs/scale.md), HGB(early_stopping=True) and a second HGB "
-                "configuration, 5 folds, a member of weight 0 on the first fold not fitted "
-                "on the others (docs/networks.md).",
-                members=(
-                    (
-                        "nescal",
-                        NeSCalClassifier,
-                        MappingProxyType(
-                            {
-                                "recipe": "2026-12-04",
-                                "patience": 10,
-                                "max_row_epochs": 600_000,
-                                "batch_size": "auto",
-                            }
-                        ),
-                    ),
-                    _HGB,
-                    (
-                        "hgb2",
-                        HistGradientBoostingClassifier,
-                        MappingProxyType(
-                            {
-                                "early_stopping": True,
-                                "learning_rate": 0.05,
-                                "max_leaf_nodes": 15,
-                                "min_samples_leaf": 10,
-                                "l2_regularization": 1.0,
-                                "max_features": 0.8,
-                            }
-                        ),
-                    ),
-                ),
-                prune=True,
+            _HGB,
+        ),
+        prune=False,
+    ),
+    RecommendedRecipe(
+        "2026-12-05",
+        "NeSCal members that see at most 600,000 rows with a batch growing with the "
+        "rows (docs/scale.md), HGB(early_stopping=True) and a second HGB "
+        "configuration, 5 folds, a member of weight 0 on the first fold not fitted "
+        "on the others (docs/networks.md).",
+        members=(
+            (
+                "nescal",
+                NeSCalClassifier,
+                {
+                    "recipe": "2026-12-04",
+                    "patience": 10,
+                    "max_row_epochs": 600_000,
+                    "batch_size": "auto",
+                },
             ),
-        )
-    }
+            _HGB,
+            (
+                "hgb2",
+                HistGradientBoostingClassifier,
+                {
+                    "early_stopping": True,
+                    "learning_rate": 0.05,
+                    "max_leaf_nodes": 15,
+                    "min_samples_leaf": 10,
+                    "l2_regularization": 1.0,
+                    "max_features": 0.8,
+                },
+            ),
+        ),
+        prune=True,
+    ),
 )
 
 #: The newest recommended model: what ``make_recommended_classifier()`` builds.
 LATEST_RECOMMENDED = max(RECOMMENDED_RECIPES)
 
-#: The newest recommended model's recipe.
-RECOMMENDED: RecommendedRecipe = RECOMMENDED_RECIPES[LATEST_RECOMMENDED]
+
+def get_recommended_recipe(name: str | None = None) -> RecommendedRecipe:
+    """The recommended model's recipe called ``name`` (:data:`RECOMMENDED_RECIPES`); None
+    gives the newest (:data:`LATEST_RECOMMENDED`). The estimator's recipes are
+    :func:`~nescal_sklearn.estimator.get_recipe`'s.
+
+    Raises
+    ------
+    ValueError
+        If no recipe has that name; the message lists the recipes.
+
+    Examples
+    --------
+    >>> from nescal_sklearn.ensemble import LATEST_RECOMMENDED, get_recommended_recipe
+    >>> get_recommended_recipe().name == LATEST_RECOMMENDED
+    True
+    """
+    return lookup(RECOMMENDED_RECIPES, name)
 
 
 def make_recommended_classifier(
@@ -170,8 +196,8 @@ def make_recommended_classifier(
         1: a line per member fit, with the time elapsed and an estimate of the time to
         go.
     recipe : str or None, default=None
-        The recommended model's recipe (:data:`RECOMMENDED_RECIPES`); None: the newest,
-        :data:`LATEST_RECOMMENDED`.
+        The recommended model's recipe (:data:`RECOMMENDED_RECIPES`, a registry apart from
+        ``NeSCalClassifier``'s ``recipe``); None: the newest, :data:`LATEST_RECOMMENDED`.
 
     Returns
     -------
@@ -199,12 +225,7 @@ def make_recommended_classifier(
     >>> model.fit(X, y).predict_proba(X.iloc[:2]).shape
     (2, 2)
     """
-    key = LATEST_RECOMMENDED if recipe is None else recipe
-    if not isinstance(key, str) or key not in RECOMMENDED_RECIPES:
-        raise ValueError(
-            f"recipe must be None or one of {sorted(RECOMMENDED_RECIPES)}; got {recipe!r}."
-        )
-    chosen = RECOMMENDED_RECIPES[key]
+    chosen = get_recommended_recipe(recipe)
     members = [(name, cls(**params)) for name, cls, params in chosen.members]
     return Pipeline(
         [

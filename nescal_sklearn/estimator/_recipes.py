@@ -8,6 +8,12 @@ estimator's ``recipe`` parameter names the recipe, and ``recipe=None`` is the ne
 never changes, so a study that names its recipe means the same thing forever, whatever
 the library's defaults become.
 
+These dates are the estimator's own registry, :data:`RECIPES`. The recommended model
+has a separate one, ``nescal_sklearn.ensemble.RECOMMENDED_RECIPES``
+(:func:`~nescal_sklearn.ensemble.get_recommended_recipe`), whose dates name whole
+cross-fitted ensembles: ``NeSCalClassifier(recipe="2026-12-04")`` and
+``make_recommended_classifier(recipe="2026-12-04")`` are different things.
+
 A parameter added to the estimator after a recipe was frozen is absent from it; it then
 takes its value from :data:`BEFORE_RECIPES`, the value that reproduces the fits made
 before the parameter existed (the feature off).
@@ -20,6 +26,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from .._registry import DatedRecipe, lookup, registry
+
 __all__ = [
     "BEFORE_RECIPES",
     "LATEST_RECIPE",
@@ -29,15 +37,13 @@ __all__ = [
 ]
 
 
-def _frozen(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
-    return MappingProxyType(
-        {k: _frozen(v) if isinstance(v, Mapping) else v for k, v in mapping.items()}
-    )
-
-
 @dataclass(frozen=True)
-class Recipe:
-    """A named, frozen set of training parameters.
+class Recipe(DatedRecipe):
+    """A named, frozen set of training parameters of :class:`NeSCalClassifier`.
+
+    An entry of :data:`RECIPES`, the estimator's registry (not the recommended model's,
+    ``nescal_sklearn.ensemble.RECOMMENDED_RECIPES``). ``to_json()`` gives it as plain
+    JSON-ready data (tuples become lists).
 
     Parameters
     ----------
@@ -59,31 +65,8 @@ class Recipe:
     (0.003, 256)
     """
 
-    name: str
-    summary: str
     params: Mapping[str, Any] = field(default_factory=dict)
     loss_params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "params", _frozen(self.params))
-        object.__setattr__(self, "loss_params", _frozen(self.loss_params))
-
-    def to_json(self) -> dict:
-        """The recipe as plain JSON-ready data (tuples become lists)."""
-
-        def plain(value):
-            if isinstance(value, Mapping):
-                return {k: plain(v) for k, v in value.items()}
-            if isinstance(value, tuple):
-                return [plain(v) for v in value]
-            return value
-
-        return {
-            "name": self.name,
-            "summary": self.summary,
-            "params": plain(self.params),
-            "loss_params": plain(self.loss_params),
-        }
 
 
 #: NeSCal's loss settings of both recipes so far (the defaults since 2026-12-02,
@@ -137,39 +120,35 @@ _MLP_2026_12_02 = {
     "validation_fraction": 0.2,
 }
 
-RECIPES: Mapping[str, Recipe] = MappingProxyType(
-    {
-        recipe.name: recipe
-        for recipe in (
-            Recipe(
-                "2026-12-02",
-                "The first defaults: 100 epochs at lr 1e-3 (constant), early stopping with "
-                "a patience of 10 on the validation NLL.",
-                params={
-                    **_MLP_2026_12_02,
-                    "lr_schedule": "constant",
-                    "max_epochs": 100,
-                    "lr": 1e-3,
-                    "patience": 10,
-                },
-                loss_params=_LOSSES_2026_12_02,
-            ),
-            Recipe(
-                "2026-12-04",
-                "256 epochs at lr 3e-3 under a flat-then-cosine schedule, every epoch "
-                "trained and the one best on the validation NLL kept (chosen on the "
-                "backbone study's search seed, docs/backbone.md).",
-                params={
-                    **_MLP_2026_12_02,
-                    "lr_schedule": "flat_cosine",
-                    "max_epochs": 256,
-                    "lr": 3e-3,
-                    "patience": False,
-                },
-                loss_params=_LOSSES_2026_12_02,
-            ),
-        )
-    }
+#: The estimator's recipes by date (a registry apart from the recommended model's).
+RECIPES: Mapping[str, Recipe] = registry(
+    Recipe(
+        "2026-12-02",
+        "The first defaults: 100 epochs at lr 1e-3 (constant), early stopping with "
+        "a patience of 10 on the validation NLL.",
+        params={
+            **_MLP_2026_12_02,
+            "lr_schedule": "constant",
+            "max_epochs": 100,
+            "lr": 1e-3,
+            "patience": 10,
+        },
+        loss_params=_LOSSES_2026_12_02,
+    ),
+    Recipe(
+        "2026-12-04",
+        "256 epochs at lr 3e-3 under a flat-then-cosine schedule, every epoch "
+        "trained and the one best on the validation NLL kept (chosen on the "
+        "backbone study's search seed, docs/backbone.md).",
+        params={
+            **_MLP_2026_12_02,
+            "lr_schedule": "flat_cosine",
+            "max_epochs": 256,
+            "lr": 3e-3,
+            "patience": False,
+        },
+        loss_params=_LOSSES_2026_12_02,
+    ),
 )
 
 #: The newest recipe: what ``NeSCalClassifier(recipe=None)`` trains with.
@@ -181,7 +160,9 @@ BEFORE_RECIPES: Mapping[str, Any] = MappingProxyType({"max_row_epochs": None})
 
 
 def get_recipe(name: str | None = None) -> Recipe:
-    """The recipe called ``name``; None gives the newest (:data:`LATEST_RECIPE`).
+    """The estimator's recipe called ``name`` (:data:`RECIPES`); None gives the newest
+    (:data:`LATEST_RECIPE`). The recommended model's recipes are
+    :func:`~nescal_sklearn.ensemble.get_recommended_recipe`'s.
 
     Raises
     ------
@@ -194,7 +175,4 @@ def get_recipe(name: str | None = None) -> Recipe:
     >>> get_recipe().name == LATEST_RECIPE
     True
     """
-    key = LATEST_RECIPE if name is None else name
-    if not isinstance(key, str) or key not in RECIPES:
-        raise ValueError(f"recipe must be None or one of {sorted(RECIPES)}; got {name!r}.")
-    return RECIPES[key]
+    return lookup(RECIPES, name)
