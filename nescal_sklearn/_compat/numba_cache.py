@@ -111,41 +111,53 @@ def _file_hash(path: str) -> str:
         return hashlib.sha256(handle.read()).hexdigest()[:16]
 
 
+def _dispatcher_name(dispatcher) -> str | None:
+    """A jitted function's stable name: its module, qualified name and a hash of its
+    source file; None for a closure or a function not reachable as a module attribute."""
+    func = dispatcher.py_func
+    module = sys.modules.get(getattr(func, "__module__", None))
+    if (
+        func.__closure__ is not None
+        or module is None
+        or getattr(module, func.__name__, None) is not dispatcher
+    ):
+        return None
+    return f"{func.__module__}.{func.__qualname__}@{_file_hash(module.__file__)}"
+
+
+def _stable_signature(args) -> str | None:
+    """``str(args)`` with jitted-function arguments named stably; None if impossible."""
+    from numba.core import types
+    from numba.core.dispatcher import Dispatcher
+
+    text = str(args)
+    for arg in args:
+        if isinstance(arg, types.Dispatcher):
+            dispatcher = arg.dispatcher
+        elif isinstance(arg, types.Omitted) and isinstance(arg.value, Dispatcher):
+            dispatcher = arg.value
+        else:
+            continue
+        name = _dispatcher_name(dispatcher)
+        if name is None:
+            return None
+        text = text.replace(repr(dispatcher), name)
+    return None if _ADDRESS.search(text) else text
+
+
+def _arg_types(sig) -> tuple:
+    """The argument types of a numba signature, or of a tuple of them."""
+    from numba.core import typing
+
+    return tuple(sig.args if isinstance(sig, typing.Signature) else sig)
+
+
 @functools.lru_cache(maxsize=1)
 def _stable_cache_class():
-    from numba.core import caching, types, typing
-    from numba.core.dispatcher import Dispatcher
+    """numba's ``FunctionCache`` with index keys by :func:`_stable_signature`, files under
+    :func:`jit_cache_dir`, and failures turned into :func:`_fall_back` warnings."""
+    from numba.core import caching, typing
     from numba.core.errors import NumbaWarning
-
-    def dispatcher_name(dispatcher) -> str | None:
-        func = dispatcher.py_func
-        module = sys.modules.get(getattr(func, "__module__", None))
-        if (
-            func.__closure__ is not None
-            or module is None
-            or getattr(module, func.__name__, None) is not dispatcher
-        ):
-            return None
-        return f"{func.__module__}.{func.__qualname__}@{_file_hash(module.__file__)}"
-
-    def stable_signature(args) -> str | None:
-        """``str(args)`` with jitted-function arguments named stably; None if impossible."""
-        text = str(args)
-        for arg in args:
-            if isinstance(arg, types.Dispatcher):
-                dispatcher = arg.dispatcher
-            elif isinstance(arg, types.Omitted) and isinstance(arg.value, Dispatcher):
-                dispatcher = arg.value
-            else:
-                continue
-            name = dispatcher_name(dispatcher)
-            if name is None:
-                return None
-            text = text.replace(repr(dispatcher), name)
-        return None if _ADDRESS.search(text) else text
-
-    def arg_types(sig):
-        return tuple(sig.args if isinstance(sig, typing.Signature) else sig)
 
     class _Locator(caching.UserWideCacheLocator):
         def __init__(self, py_func, py_file):
@@ -162,11 +174,11 @@ def _stable_cache_class():
 
         def _index_key(self, sig, codegen):
             key = super()._index_key(sig, codegen)
-            return (stable_signature(arg_types(sig)),) + tuple(key[1:])
+            return (_stable_signature(_arg_types(sig)),) + tuple(key[1:])
 
         def load_overload(self, sig, target_context):
-            args = arg_types(sig)
-            if stable_signature(args) is None:
+            args = _arg_types(sig)
+            if _stable_signature(args) is None:
                 return None
             try:
                 cres = super().load_overload(sig, target_context)
@@ -180,7 +192,7 @@ def _stable_cache_class():
             return cres
 
         def save_overload(self, sig, data):
-            if stable_signature(arg_types(sig)) is None:
+            if _stable_signature(_arg_types(sig)) is None:
                 return
             with warnings.catch_warnings():
                 # numba's own "cannot cache ... uses dynamic globals": expected, see above.

@@ -249,6 +249,70 @@ def _check_labels(y: Any, n_rows: int, n_classes: int, classes: np.ndarray | Non
     return labels.astype(np.int64)
 
 
+def _from_estimator(
+    estimator: Any, X: Any, epsilon: float | None, proba: Any, logits: Any
+) -> tuple[float, np.ndarray]:
+    """``(epsilon, logits)`` of a fitted estimator on ``X``: its training ``ε`` (which a
+    given ``epsilon`` must equal), or ``epsilon`` for a loss without one."""
+    given = [label for label, value in (("proba", proba), ("logits", logits)) if value is not None]
+    if given:
+        raise ValueError(
+            "pass either a fitted estimator with X or arrays, not both; got an estimator "
+            f"and {', '.join(given)}."
+        )
+    if X is None:
+        raise ValueError("X is required with an estimator; got X=None.")
+    trained, loss = training_epsilon(estimator)
+    if trained is None and epsilon is None:
+        raise ValueError(
+            f"epsilon is required: the estimator was trained with {loss}, which is not "
+            "label smoothing; pass epsilon (e.g. epsilon=0.1) to compare with its bounds."
+        )
+    if trained is not None and epsilon is not None and epsilon != trained:
+        raise ValueError(
+            f"epsilon={epsilon!r} disagrees with the estimator's loss {loss} "
+            f"(epsilon={trained!r}); pass epsilon=None to use the estimator's."
+        )
+    return (trained if epsilon is None else epsilon), model_logits(estimator, X)
+
+
+def _from_arrays(
+    X: Any, epsilon: float | None, proba: Any, logits: Any
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(logits, log_p)`` from arrays: the logits and their log-softmax (which ``proba``,
+    if given too, must match), or the log of ``proba`` standing in for both."""
+    if X is not None:
+        raise ValueError(
+            "X needs a fitted estimator; with estimator=None pass proba or logits instead."
+        )
+    if epsilon is None:
+        raise ValueError("epsilon is required without an estimator; got epsilon=None.")
+    if proba is None and logits is None:
+        raise ValueError("pass a fitted estimator with X, or proba or logits; got neither.")
+    if logits is None:
+        with np.errstate(divide="ignore"):
+            log_p = np.log(check_proba(proba))
+        return log_p, log_p
+    logits = np.asarray(logits, dtype=np.float64)
+    if logits.ndim != 2 or logits.shape[1] < 2 or logits.shape[0] < 1:
+        raise ValueError(
+            "logits must be a 2-D array of shape (n_samples, n_classes) with "
+            f"n_samples >= 1 and n_classes >= 2; got shape {logits.shape}."
+        )
+    if not np.all(np.isfinite(logits)):
+        raise ValueError("logits contains NaN or infinite values.")
+    log_p = log_softmax(logits, axis=1)
+    if proba is not None:
+        probabilities = check_proba(proba)
+        if probabilities.shape != logits.shape or not np.allclose(
+            probabilities, np.exp(log_p), rtol=0.0, atol=1e-6
+        ):
+            raise ValueError(
+                "proba must be softmax(logits) (within 1e-6) when both are given; they disagree."
+            )
+    return logits, log_p
+
+
 def label_smoothing_bounds(
     estimator: Any = None,
     X: Any = None,
@@ -341,63 +405,11 @@ def label_smoothing_bounds(
         epsilon = check_nonnegative_real(epsilon, "epsilon", high=1.0)
     classes = None
     if estimator is not None:
-        given = [
-            label for label, value in (("proba", proba), ("logits", logits)) if value is not None
-        ]
-        if given:
-            raise ValueError(
-                "pass either a fitted estimator with X or arrays, not both; got an estimator "
-                f"and {', '.join(given)}."
-            )
-        if X is None:
-            raise ValueError("X is required with an estimator; got X=None.")
-        trained, loss = training_epsilon(estimator)
-        if trained is None and epsilon is None:
-            raise ValueError(
-                f"epsilon is required: the estimator was trained with {loss}, which is not "
-                "label smoothing; pass epsilon (e.g. epsilon=0.1) to compare with its bounds."
-            )
-        if trained is not None and epsilon is not None and epsilon != trained:
-            raise ValueError(
-                f"epsilon={epsilon!r} disagrees with the estimator's loss {loss} "
-                f"(epsilon={trained!r}); pass epsilon=None to use the estimator's."
-            )
-        epsilon = trained if epsilon is None else epsilon
-        logits = model_logits(estimator, X)
+        epsilon, logits = _from_estimator(estimator, X, epsilon, proba, logits)
         classes = model_classes(estimator)
         log_p = log_softmax(logits, axis=1)
     else:
-        if X is not None:
-            raise ValueError(
-                "X needs a fitted estimator; with estimator=None pass proba or logits instead."
-            )
-        if epsilon is None:
-            raise ValueError("epsilon is required without an estimator; got epsilon=None.")
-        if proba is None and logits is None:
-            raise ValueError("pass a fitted estimator with X, or proba or logits; got neither.")
-        if logits is not None:
-            logits = np.asarray(logits, dtype=np.float64)
-            if logits.ndim != 2 or logits.shape[1] < 2 or logits.shape[0] < 1:
-                raise ValueError(
-                    "logits must be a 2-D array of shape (n_samples, n_classes) with "
-                    f"n_samples >= 1 and n_classes >= 2; got shape {logits.shape}."
-                )
-            if not np.all(np.isfinite(logits)):
-                raise ValueError("logits contains NaN or infinite values.")
-            log_p = log_softmax(logits, axis=1)
-            if proba is not None:
-                probabilities = check_proba(proba)
-                if probabilities.shape != logits.shape or not np.allclose(
-                    probabilities, np.exp(log_p), rtol=0.0, atol=1e-6
-                ):
-                    raise ValueError(
-                        "proba must be softmax(logits) (within 1e-6) when both are given; "
-                        "they disagree."
-                    )
-        else:
-            with np.errstate(divide="ignore"):
-                log_p = np.log(check_proba(proba))
-            logits = log_p
+        logits, log_p = _from_arrays(X, epsilon, proba, logits)
     n_rows, n_classes = logits.shape
     gap_mean, gap_max = _logit_gaps(logits)
     nll = None

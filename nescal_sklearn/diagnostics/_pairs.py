@@ -63,7 +63,7 @@ def _warn_about_zero_rows(data: Any, name: str) -> None:
             "joins it to arbitrary rows and its edges say nothing about the model's "
             "neighbourhoods. Drop those rows, or pass edges.",
             UserWarning,
-            stacklevel=4,
+            stacklevel=5,  # _knn_edges, edge_pairs, the diagnostic, its caller
         )
 
 
@@ -78,6 +78,89 @@ def _check_rows(data: Any, name: str, n_rows: int, other: str) -> None:
 def _neighbours_to_edges(neighbours: np.ndarray) -> np.ndarray:
     rows = np.repeat(np.arange(neighbours.shape[0], dtype=np.int64), neighbours.shape[1])
     return np.column_stack([rows, neighbours.ravel().astype(np.int64)])
+
+
+def _from_estimator(
+    estimator: Any, X: Any, reference_X: Any, given: list[str], need_embeddings: bool
+) -> tuple[Any, Any, Any, Any]:
+    """``(proba, reference_proba, embeddings, reference_embeddings)`` of a fitted
+    estimator on ``X`` (and ``reference_X``), the embeddings only where a graph is to be
+    built; ``given`` names the arrays passed as well, which is refused."""
+    if given:
+        raise ValueError(
+            "pass either a fitted estimator with X (and reference_X) or arrays, not both; "
+            f"got an estimator and {', '.join(given)}."
+        )
+    if X is None:
+        raise ValueError("X is required with an estimator; got X=None.")
+    proba, reference_proba = model_proba(estimator, X), None
+    embeddings = reference_embeddings = None
+    if reference_X is not None:
+        reference_proba = model_proba(estimator, reference_X)
+    if need_embeddings:
+        embeddings = model_embeddings(estimator, X)
+        if reference_X is not None:
+            reference_embeddings = model_embeddings(estimator, reference_X)
+    return proba, reference_proba, embeddings, reference_embeddings
+
+
+def _check_arrays(
+    X: Any, reference_X: Any, proba: Any, reference_proba: Any, reference_embeddings: Any
+) -> None:
+    """Without an estimator: no ``X``, ``proba`` given, and reference embeddings only with
+    reference probabilities."""
+    if X is not None or reference_X is not None:
+        raise ValueError(
+            "X and reference_X need a fitted estimator; with estimator=None pass proba "
+            "(and reference_proba) instead."
+        )
+    if proba is None:
+        raise ValueError(
+            "pass a fitted estimator with X, or proba with edges or embeddings; got "
+            "estimator=None and proba=None."
+        )
+    if reference_embeddings is not None and reference_proba is None:
+        raise ValueError("reference_embeddings needs reference_proba; got reference_proba=None.")
+
+
+def _knn_edges(
+    embeddings: Any,
+    reference_embeddings: Any,
+    n_rows: int,
+    n_reference_rows: int | None,
+    *,
+    from_model: bool,
+    n_neighbors: int,
+    random_state: int | None,
+) -> np.ndarray:
+    """The edges of the cosine kNN graph on ``embeddings`` (``n_rows`` rows): among the rows
+    themselves, or, given ``n_reference_rows``, from each row to its nearest reference
+    rows."""
+    if embeddings is None:
+        raise ValueError(
+            "the diagnostic needs a graph: pass edges, or embeddings to build the kNN graph "
+            "on; got edges=None and embeddings=None."
+        )
+    _check_rows(embeddings, "embeddings", n_rows, "proba")
+    from_X = " (the estimator's embeddings of X)" if from_model else ""
+    _unit_rows(embeddings, "embeddings")  # shape and finiteness, before the warning
+    _warn_about_zero_rows(embeddings, "embeddings" + from_X)
+    if n_reference_rows is None:
+        from ..graph import build_knn_graph
+
+        neighbours = build_knn_graph(embeddings, n_neighbors, random_state=random_state)
+        return _neighbours_to_edges(np.asarray(neighbours))
+    if reference_embeddings is None:
+        raise ValueError(
+            "reference_proba with embeddings needs reference_embeddings (to search the "
+            "reference rows); got reference_embeddings=None."
+        )
+    _check_rows(reference_embeddings, "reference_embeddings", n_reference_rows, "reference_proba")
+    reference = " (the estimator's embeddings of reference_X)" if from_model else ""
+    _unit_rows(reference_embeddings, "reference_embeddings")
+    _warn_about_zero_rows(reference_embeddings, "reference_embeddings" + reference)
+    neighbours = query_neighbours(embeddings, reference_embeddings, n_neighbors)
+    return _neighbours_to_edges(np.asarray(neighbours))
 
 
 def edge_pairs(
@@ -100,43 +183,19 @@ def edge_pairs(
     neighbour); with them, each row is joined to its nearest reference rows and
     ``edges[:, 1]`` indexes the reference rows.
     """
-    arrays = {
-        "proba": proba,
-        "embeddings": embeddings,
-        "reference_proba": reference_proba,
-        "reference_embeddings": reference_embeddings,
-    }
     if estimator is not None:
+        arrays = {
+            "proba": proba,
+            "embeddings": embeddings,
+            "reference_proba": reference_proba,
+            "reference_embeddings": reference_embeddings,
+        }
         given = [name for name, value in arrays.items() if value is not None]
-        if given:
-            raise ValueError(
-                "pass either a fitted estimator with X (and reference_X) or arrays, not both; "
-                f"got an estimator and {', '.join(given)}."
-            )
-        if X is None:
-            raise ValueError("X is required with an estimator; got X=None.")
-        proba = model_proba(estimator, X)
-        if reference_X is not None:
-            reference_proba = model_proba(estimator, reference_X)
-        if edges is None:
-            embeddings = model_embeddings(estimator, X)
-            if reference_X is not None:
-                reference_embeddings = model_embeddings(estimator, reference_X)
+        proba, reference_proba, embeddings, reference_embeddings = _from_estimator(
+            estimator, X, reference_X, given, need_embeddings=edges is None
+        )
     else:
-        if X is not None or reference_X is not None:
-            raise ValueError(
-                "X and reference_X need a fitted estimator; with estimator=None pass proba "
-                "(and reference_proba) instead."
-            )
-        if proba is None:
-            raise ValueError(
-                "pass a fitted estimator with X, or proba with edges or embeddings; got "
-                "estimator=None and proba=None."
-            )
-        if reference_embeddings is not None and reference_proba is None:
-            raise ValueError(
-                "reference_embeddings needs reference_proba; got reference_proba=None."
-            )
+        _check_arrays(X, reference_X, proba, reference_proba, reference_embeddings)
     p_rows = check_proba(proba, "proba")
     query_mode = reference_proba is not None
     q_rows = check_proba(reference_proba, "reference_proba") if query_mode else p_rows
@@ -146,33 +205,15 @@ def edge_pairs(
             f"{p_rows.shape[1]} and {q_rows.shape[1]}."
         )
     if edges is None:
-        if embeddings is None:
-            raise ValueError(
-                "the diagnostic needs a graph: pass edges, or embeddings to build the kNN graph "
-                "on; got edges=None and embeddings=None."
-            )
-        _check_rows(embeddings, "embeddings", len(p_rows), "proba")
-        from_model = " (the estimator's embeddings of X)" if estimator is not None else ""
-        _unit_rows(embeddings, "embeddings")  # shape and finiteness, before the warning
-        _warn_about_zero_rows(embeddings, "embeddings" + from_model)
-        if query_mode:
-            if reference_embeddings is None:
-                raise ValueError(
-                    "reference_proba with embeddings needs reference_embeddings (to search the "
-                    "reference rows); got reference_embeddings=None."
-                )
-            _check_rows(
-                reference_embeddings, "reference_embeddings", len(q_rows), "reference_proba"
-            )
-            reference = " (the estimator's embeddings of reference_X)" if from_model else ""
-            _unit_rows(reference_embeddings, "reference_embeddings")
-            _warn_about_zero_rows(reference_embeddings, "reference_embeddings" + reference)
-            neighbours = query_neighbours(embeddings, reference_embeddings, n_neighbors)
-        else:
-            from ..graph import build_knn_graph
-
-            neighbours = build_knn_graph(embeddings, n_neighbors, random_state=random_state)
-        edges = _neighbours_to_edges(np.asarray(neighbours))
+        edges = _knn_edges(
+            embeddings,
+            reference_embeddings,
+            len(p_rows),
+            len(q_rows) if query_mode else None,
+            from_model=estimator is not None,
+            n_neighbors=n_neighbors,
+            random_state=random_state,
+        )
     else:
         edges = check_edges(edges, len(p_rows), len(q_rows))
     return p_rows[edges[:, 0]], q_rows[edges[:, 1]], edges
