@@ -74,14 +74,14 @@ def reference(tmp_path_factory):
     return Path(config.output), {key: deterministic(store.read(key)) for key in store.keys()}
 
 
-def start_runner(path: Path, *args: str) -> subprocess.Popen:
+def start_runner(path: Path, *args: str, env: dict | None = None) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "nescal_bench.cli", "run", str(path), *args],
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
         start_new_session=True,  # its own process group, as a terminal job has
         # Ctrl-C as in a terminal, even when this suite runs as a background job (a
         # non-interactive shell starts those with SIGINT ignored, and exec keeps that)
@@ -179,25 +179,40 @@ def test_kill_9_at_a_random_point_then_resume_loses_duplicates_and_changes_nothi
     assert_released(tmp_path / "results")
 
 
+SIGINT_HOOK = ROOT / "tests" / "_sigint"  # its sitecustomize.py: Ctrl-C at a chosen point
+
+
 @pytest.mark.determinism
-@pytest.mark.parametrize("jobs", [1, 2])
-def test_ctrl_c_exits_130_and_records_no_partly_trained_fit(jobs, reference, tmp_path, capsys):
+@pytest.mark.parametrize(
+    "jobs, point",
+    [
+        (1, "get_split_datasets"),  # fit 9, in skorch's loop before its first epoch begins
+        (1, "train_step_single"),  # fit 9's first batch
+        (2, "get_split_datasets"),  # in a worker, while the other worker is in a fit
+    ],
+)
+def test_ctrl_c_exits_130_and_records_no_partly_trained_fit(
+    jobs, point, reference, tmp_path, capsys
+):
+    """Ctrl-C at a chosen point of the ninth fit (a hook, not a timer: tests/_sigint)."""
     _, expected = reference  # the first 8 of these seeds
     path = write_config(tmp_path, {**CONFIG, "confirm_seeds": list(range(16))})
     records = tmp_path / "results" / "records"
-    process = start_runner(path, "--jobs", str(jobs))
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    process = start_runner(
+        path,
+        "--jobs",
+        str(jobs),
+        env={
+            "PYTHONPATH": os.pathsep.join([str(SIGINT_HOOK), os.environ.get("PYTHONPATH", "")]),
+            "NESCAL_TEST_SIGINT": f"{point}:9:{hook}",
+        },
+    )
     try:
-        wait_for_records(records, jobs, process)
+        wait_for(hook / "ready", process)
         processes = family(process)
-        if jobs == 1:  # meanwhile, a second runner on the same folder is refused
-            assert main(["run", str(path), "--resume"]) == 2
-            assert capsys.readouterr().err == (
-                f"nescal-bench: error: the output directory '{tmp_path / 'results'}' is in use "
-                "by another nescal-bench run; wait for it to end, or set another 'output'\n"
-            )
-        else:
-            time.sleep(0.15)  # both workers inside a fit
-        os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+        (hook / "go").touch()
         _, err = process.communicate(timeout=60)
     finally:
         if process.poll() is None:
@@ -206,13 +221,24 @@ def test_ctrl_c_exits_130_and_records_no_partly_trained_fit(jobs, reference, tmp
     assert process.returncode == 130, err
     assert INTERRUPTED in err and "Traceback" not in err, err
     names = {p.name for p in records.glob("*.json")}
-    assert 1 <= len(names) < 16
+    if jobs == 1:
+        assert len(names) == 8  # fits 1-8 finished and recorded; the ninth was interrupted
+    else:
+        assert 6 <= len(names) < 9  # the other worker's fit may have been cut too
     for name in names:
         record = check_record(json.loads((records / name).read_text()), name[:-5])
         assert record["fit"]["n_epochs"] == MAX_EPOCHS  # trained to the end: not truncated
     check_against(expected, records, [n for n in names if n[:-5] in expected])
     assert_released(tmp_path / "results")
     assert_all_gone(processes, within=5.0)
+
+
+def wait_for(path: Path, process: subprocess.Popen, timeout=120) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert process.poll() is None, process.communicate()[1]
+        assert time.monotonic() < deadline, f"{path.name} not written in {timeout} s"
+        time.sleep(0.01)
 
 
 def corrupt(records: Path, names: list[str]) -> dict[str, str]:

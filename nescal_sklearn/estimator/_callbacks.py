@@ -44,6 +44,7 @@ __all__ = [
     "PlainPrintLog",
     "StopAfterPatience",
     "StopOnTime",
+    "StopTraining",
     "ValidationNLL",
     "WarmupEnd",
 ]
@@ -240,6 +241,17 @@ class PenaltySchedule(Callback):
         net.history.record("penalty_weight", weight)
 
 
+class StopTraining(KeyboardInterrupt):
+    """The package's own end of training: patience spent (:class:`StopAfterPatience`)
+    or time up (:class:`StopOnTime`).
+
+    skorch ends its loop on a ``KeyboardInterrupt`` and then runs ``on_train_end``
+    (the best-epoch keeper restores its epoch). This subclass is how
+    :class:`~._net.NeSCalNet` tells a planned end from a user's Ctrl-C, which it
+    re-raises instead of letting skorch swallow it.
+    """
+
+
 class StopAfterPatience(Callback):
     """End training once the criterion has not improved for ``patience`` epochs.
 
@@ -248,8 +260,8 @@ class StopAfterPatience(Callback):
     the epochs since its ``best_epoch_``. With ``after_warmup`` (neighbour losses) they
     count only from the start of the first penalised epoch, ``net.warmup_end_epoch_``,
     so the penalty always gets ``patience`` epochs. Training ends as skorch's own
-    callbacks end it, by raising ``KeyboardInterrupt``, after setting ``stopped_``
-    (so that the estimator can tell this stop from a user's Ctrl-C).
+    callbacks end it, by raising a ``KeyboardInterrupt``: :class:`StopTraining`, which
+    the net tells from a user's Ctrl-C.
 
     Parameters
     ----------
@@ -284,7 +296,7 @@ class StopAfterPatience(Callback):
             misses = min(misses, epoch - 1 - start)
         if misses >= self.patience:
             self.stopped_ = True
-            raise KeyboardInterrupt  # skorch's way to end the loop; restores run after it
+            raise StopTraining  # skorch's way to end the loop; restores run after it
 
 
 class StopOnTime(Callback):
@@ -292,7 +304,7 @@ class StopOnTime(Callback):
 
     At the end of each epoch, the seconds since training began plus the longest epoch so
     far are compared with ``max_time``; past it, training ends as
-    :class:`StopAfterPatience` ends it (``KeyboardInterrupt`` after setting
+    :class:`StopAfterPatience` ends it (:class:`StopTraining` after setting
     ``stopped_``), and the best-epoch keeper restores its epoch.
 
     Parameters
@@ -321,7 +333,7 @@ class StopOnTime(Callback):
         self.last_ = now
         if now - self.start_ + self.longest_ > self.max_time:
             self.stopped_ = True
-            raise KeyboardInterrupt  # skorch's way to end the loop; restores run after it
+            raise StopTraining  # skorch's way to end the loop; restores run after it
 
 
 _ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")

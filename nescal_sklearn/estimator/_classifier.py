@@ -27,7 +27,7 @@ from ..preprocessing import ColumnLayout
 from ._fit_data import FitData, prepare_fit_data
 from ._net import make_net
 from ._network import build_network, frozen_parts, module_logits, training_device
-from ._outcome import check_finite, check_training_ended, penalty_status, warn_degenerate
+from ._outcome import check_finite, penalty_status, warn_degenerate
 from ._recipes import RECIPES, get_recipe
 from ._schedule import LR_SCHEDULES
 from ._settings import FitSettings, resolve_settings
@@ -413,7 +413,6 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
                     train_X["sample_weight"] = data.w_train
                 net.fit(train_X, data.y_train)
                 net.remove_frozen_hooks()
-            check_training_ended(net, callbacks, settings)
             logits = check_finite(net, data, settings)
             warn_degenerate(net, callbacks, data, settings, logits)
         self._set_fitted(net, callbacks, settings, data)

@@ -6,8 +6,10 @@
   (the per-fit attributes below), ``get_all_learnable_params`` (frozen parameters stay
   out of the optimizer), ``infer`` (the batch arrives as a dict ``{"X": features,
   "index": row ids}``; the module sees the features only), ``get_loss`` (skorch's, with
-  :class:`TrainingCriterion` as the criterion, plus the NeSCal penalty) and
-  ``train_step_single`` (mixup, as an explicit step). No private name of skorch is used.
+  :class:`TrainingCriterion` as the criterion, plus the NeSCal penalty),
+  ``train_step_single`` (mixup, as an explicit step) and ``partial_fit``/``fit_loop``
+  (a user's Ctrl-C leaves the fit, where skorch would swallow it). No private name of
+  skorch is used.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from ._callbacks import (
     PlainPrintLog,
     StopAfterPatience,
     StopOnTime,
+    StopTraining,
     ValidationNLL,
     WarmupEnd,
 )
@@ -253,6 +256,39 @@ class NeSCalNet(NeuralNet):
         self.mixup_seed = mixup_seed
         self.frozen = frozen
 
+    def partial_fit(self, X, y=None, classes=None, **fit_params):
+        """skorch's ``partial_fit``; a user's Ctrl-C at any moment of the loop is re-raised.
+
+        skorch ends its loop on any ``KeyboardInterrupt``, its own callbacks' way to
+        stop, and returns normally after ``on_train_end``; so a Ctrl-C would be
+        swallowed, and one before the first epoch's end would reach
+        ``EarlyStopping(load_best=True).on_train_end`` with an empty history. Here the
+        loop lets only :class:`StopTraining` (the package's planned end) through to
+        skorch, and a user's interrupt leaves ``fit`` as ``KeyboardInterrupt`` without
+        ``on_train_end``.
+
+        Raises
+        ------
+        KeyboardInterrupt
+            ``"NeSCalClassifier.fit: training interrupted in epoch N"`` on a Ctrl-C.
+        """
+        try:
+            return super().partial_fit(X, y, classes, **fit_params)
+        except _Interrupted as interrupted:
+            raise KeyboardInterrupt(
+                f"NeSCalClassifier.fit: training interrupted in epoch {interrupted.epoch}"
+            ) from None
+
+    def fit_loop(self, X, y=None, epochs=None, **fit_params):
+        """skorch's loop; a ``KeyboardInterrupt`` other than :class:`StopTraining`
+        leaves it as an exception skorch does not catch (see :meth:`partial_fit`)."""
+        try:
+            return super().fit_loop(X, y, epochs=epochs, **fit_params)
+        except StopTraining:
+            raise
+        except KeyboardInterrupt:
+            raise _Interrupted(len(self.history)) from None
+
     def initialize(self):
         self.frozen_ = self.frozen  # read by get_all_learnable_params in super().initialize()
         super().initialize()
@@ -399,6 +435,15 @@ class NeSCalNet(NeuralNet):
         loss = self.get_mixup_loss(y_pred, yi, mixed, lam, perm)
         loss.backward()
         return {"loss": loss, "y_pred": y_pred}
+
+
+class _Interrupted(BaseException):
+    """A user's interrupt on its way out of skorch's ``partial_fit``, which catches
+    ``KeyboardInterrupt`` only; a ``BaseException``, so no ``except Exception`` holds it."""
+
+    def __init__(self, epoch: int) -> None:
+        super().__init__(epoch)
+        self.epoch = epoch
 
 
 def _sample_weight(X, like: torch.Tensor) -> torch.Tensor | None:

@@ -1,7 +1,5 @@
 """What ``fit`` checks once training is over: how it ended, whether the model is usable.
 
-* :func:`check_training_ended` tells a planned end (the budget spent, or
-  ``StopAfterPatience``) from a user's Ctrl-C, which skorch swallows;
 * :func:`check_finite` refuses non-finite weights or predictions, as scikit-learn's
   ``MLPClassifier`` does;
 * :func:`warn_degenerate` warns when the finite model returned is degenerate;
@@ -26,23 +24,7 @@ from ._fit_data import FitData, largest_abs
 from ._network import module_logits
 from ._settings import CRITERIA, FitSettings
 
-__all__ = ["check_finite", "check_training_ended", "penalty_status", "warn_degenerate"]
-
-
-def check_training_ended(net, callbacks: dict, settings: FitSettings) -> None:
-    """Raise ``KeyboardInterrupt`` when a Ctrl-C, not the budget or patience, ended it.
-
-    skorch ends its loop on any ``KeyboardInterrupt`` and returns normally; training
-    ran to its end when the last epoch completed (``dur`` recorded) and either the
-    budget was spent or :class:`StopAfterPatience` or :class:`StopOnTime` stopped it.
-    """
-    history = net.history
-    completed = len(history) > 0 and "dur" in history[-1]
-    stoppers = (callbacks.get(name) for name in ("stop_after_patience", "stop_on_time"))
-    stopped = any(stopper is not None and stopper.stopped_ for stopper in stoppers)
-    if completed and (len(history) == settings.max_epochs or stopped):
-        return
-    raise KeyboardInterrupt(f"NeSCalClassifier.fit: training interrupted in epoch {len(history)}")
+__all__ = ["check_finite", "penalty_status", "warn_degenerate"]
 
 
 def check_finite(net, data: FitData, settings: FitSettings) -> np.ndarray:
