@@ -170,7 +170,9 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
     n_threads : int or None, default=1
         Torch intra-op and BLAS/OpenMP threads during ``fit`` and prediction (set, then
         restored); None leaves the process's settings alone. One thread per fit keeps
-        parallel fits from oversubscribing the cores (``docs/nescal.md``, "Threads").
+        parallel fits from oversubscribing the cores (``docs/nescal.md``, "Threads");
+        network fits in threads of one process (joblib's ``threading`` backend) run one
+        at a time, so that ``random_state`` holds under every joblib backend.
         Fits at different ``n_threads`` are bit-identical under Intel MKL's strict
         reproducibility (``MKL_CBWR=AUTO,STRICT`` in the environment before torch loads);
         without it they differ by float32 round-off, which training compounds.

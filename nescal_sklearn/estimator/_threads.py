@@ -1,7 +1,9 @@
-"""``limit_threads``: torch's and the BLAS/OpenMP pools' thread counts for one block."""
+"""``limit_threads``: torch's and the BLAS/OpenMP pools' thread counts for one block, held by
+one thread of the process at a time."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -9,6 +11,12 @@ import torch
 from threadpoolctl import threadpool_limits
 
 __all__ = ["limit_threads"]
+
+#: torch's default random generator (weight initialisation, dropout masks) and its thread
+#: count are one per process: two network fits in two threads of one process would draw
+#: from each other's stream and set each other's threads. Every block of
+#: :func:`limit_threads` holds this lock, so such fits run one at a time.
+_PROCESS_STATE = threading.RLock()
 
 
 @contextmanager
@@ -19,6 +27,12 @@ def limit_threads(n_threads: int | None) -> Iterator[None]:
     for one call, this does the same for torch (``torch.set_num_threads``) too. Parallel
     fits, one per core, each run on one thread this way; several fits each on every core
     spin against each other (two fits at two threads each ran 13x slower on two cores).
+
+    The block holds a process-wide (re-entrant) lock: torch's random generator and
+    thread count are process-wide, so network fits and predictions in several threads
+    of one process (joblib's ``threading`` backend, a dask cluster of threads) run one
+    at a time, and a seeded fit gives the same model under any joblib backend.
+    Processes (joblib's default, loky) are not affected.
 
     Parameters
     ----------
@@ -33,13 +47,14 @@ def limit_threads(n_threads: int | None) -> Iterator[None]:
     ...     torch.get_num_threads()
     1
     """
-    if n_threads is None:
-        yield
-        return
-    previous = torch.get_num_threads()
-    torch.set_num_threads(n_threads)
-    try:
-        with threadpool_limits(limits=n_threads):
+    with _PROCESS_STATE:
+        if n_threads is None:
             yield
-    finally:
-        torch.set_num_threads(previous)
+            return
+        previous = torch.get_num_threads()
+        torch.set_num_threads(n_threads)
+        try:
+            with threadpool_limits(limits=n_threads):
+                yield
+        finally:
+            torch.set_num_threads(previous)
