@@ -183,12 +183,22 @@ def test_a_column_whose_kind_changes_at_predict_is_refused_by_name(case):
 
 
 def test_a_missing_value_at_predict_is_of_no_kind():
-    # D03 stays as it was: a column of missing values of any dtype is imputed.
+    # D03 stays as it was (NaT rows imputed); missing values of another dtype are too.
     X, y = _dated(240, 0)
+    X["span"] = X["when"] - pd.Timestamp("2020-01-01")
     pre = make_tabular_preprocessor().fit(X)
-    nat = pre.transform(X.assign(when=pd.NaT))
-    for missing in (np.nan, None):
-        np.testing.assert_array_equal(pre.transform(X.assign(when=missing)), nat)
+    expected = pre.transform(X.assign(x=np.nan, when=pd.NaT, span=pd.NaT))
+    other_nat = {
+        "x": pd.Series([pd.NaT] * 240, dtype="datetime64[ns]"),
+        "when": pd.Series([pd.NaT] * 240, dtype="timedelta64[ns]"),
+        "span": pd.Series([pd.NaT] * 240, dtype="datetime64[ns]"),
+    }
+    for given in (
+        X.assign(x=np.nan, when=np.nan, span=np.nan),
+        X.assign(x=None, when=None, span=None),
+        X.assign(**other_nat),
+    ):
+        np.testing.assert_array_equal(pre.transform(given), expected)
 
 
 def test_an_array_after_a_numeric_frame_fit_is_read_by_position():

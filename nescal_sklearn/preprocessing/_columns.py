@@ -87,15 +87,19 @@ def value_kinds(column) -> set[str]:
 def as_kind(column, kind: str):
     """``column`` with the dtype of ``kind`` (a key of :data:`ACCEPTED_KINDS`), from values
     of that kind or missing ones: datetimes in UTC (naive ones read as UTC), so that one
-    column may mix time zones."""
+    column may mix time zones. Numbers that make no real float or integer dtype (complex
+    ones, integers beyond 64 bits) are left as they are."""
     import pandas as pd
 
+    if column.isna().all():  # missing values of any dtype (NaT of the other kind, say)
+        column = pd.Series(np.nan, index=column.index, name=column.name)
     if kind == "datetime" and column.dtype.kind != "M":
         return pd.to_datetime(column, utc=True)
     if kind == "timedelta" and column.dtype.kind != "m":
         return pd.to_timedelta(column)
     if kind == "number" and column.dtype == object:
-        return pd.to_numeric(column)
+        numbers = pd.to_numeric(column.where(column.notna(), np.nan))
+        return numbers if numbers.dtype.kind in "biuf" else column
     return column
 
 

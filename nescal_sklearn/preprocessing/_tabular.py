@@ -145,6 +145,7 @@ class TabularPreprocessor(ColumnTransformer):
                 kinds = value_kinds(X[column])
                 if len(kinds) == 1 and next(iter(kinds)) in ACCEPTED_KINDS:
                     typed[column] = as_kind(X[column], next(iter(kinds)))
+        typed = {column: values for column, values in typed.items() if values.dtype != object}
         if not typed:
             return X
         X = X.copy(deep=False)
