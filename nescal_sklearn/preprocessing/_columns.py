@@ -1,10 +1,11 @@
 """The columns of a raw table that :class:`TabularPreprocessor` checks and encodes:
-datetime and timedelta columns as numbers, the kind of values a categorical column holds
-(one kind, the same at ``fit`` and ``predict``), numeric overflow, and input that is not a
-DataFrame."""
+datetime and timedelta columns as numbers, the kind of values a column holds (read from
+its values where its dtype is ``object``; one kind, the same at ``fit`` and ``predict``),
+numeric overflow, and input that is not a DataFrame."""
 
 from __future__ import annotations
 
+import datetime
 import numbers
 
 import numpy as np
@@ -12,7 +13,7 @@ from scipy import sparse
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-__all__ = ["TemporalColumns", "TemporalFeatures", "as_frame", "value_kinds"]
+__all__ = ["TemporalColumns", "TemporalFeatures", "as_frame", "as_kind", "value_kinds"]
 
 #: The dtypes of the columns :class:`TemporalFeatures` encodes.
 TEMPORAL_DTYPES = ("datetime", "datetimetz", "timedelta")
@@ -35,6 +36,19 @@ _KINDS = {
     "decimal": "number",
     "complex": "number",
     "boolean": "boolean",
+    "date": "datetime",
+    "datetime": "datetime",
+    "datetime64": "datetime",
+    "timedelta": "timedelta",
+    "timedelta64": "timedelta",
+}
+
+#: The kinds a column is converted to by :func:`as_kind`, and the kinds of values each
+#: takes at ``transform`` (numpy reads booleans as 0 and 1).
+ACCEPTED_KINDS = {
+    "number": {"number", "boolean"},
+    "datetime": {"datetime"},
+    "timedelta": {"timedelta"},
 }
 
 
@@ -43,6 +57,10 @@ def _value_kind(value) -> str:
         return "string"
     if isinstance(value, bool | np.bool_):
         return "boolean"
+    if isinstance(value, datetime.date | np.datetime64):  # Timestamp and datetime too
+        return "datetime"
+    if isinstance(value, datetime.timedelta | np.timedelta64):  # before numbers: numpy's
+        return "timedelta"  # timedelta64 is an integer type
     if isinstance(value, numbers.Number):
         return "number"
     return type(value).__name__
@@ -50,7 +68,9 @@ def _value_kind(value) -> str:
 
 def value_kinds(column) -> set[str]:
     """The kinds of the non-missing values of a pandas column: ``"string"``, ``"number"``,
-    ``"boolean"`` or a type's name (a categorical column: those of its categories)."""
+    ``"boolean"``, ``"datetime"`` (``datetime.date``, ``datetime.datetime``, ``Timestamp``,
+    ``datetime64``, in any time zone), ``"timedelta"`` or a type's name (a categorical
+    column: those of its categories)."""
     from pandas.api.types import infer_dtype
 
     if hasattr(column, "cat"):
@@ -64,9 +84,30 @@ def value_kinds(column) -> set[str]:
     return {_value_kind(v) for v in column.tolist()}
 
 
+def as_kind(column, kind: str):
+    """``column`` with the dtype of ``kind`` (a key of :data:`ACCEPTED_KINDS`), from values
+    of that kind or missing ones: datetimes in UTC (naive ones read as UTC), so that one
+    column may mix time zones. Numbers that make no real float or integer dtype (complex
+    ones, integers beyond 64 bits) are left as they are."""
+    import pandas as pd
+
+    if column.isna().all():  # missing values of any dtype (NaT of the other kind, say)
+        column = pd.Series(np.nan, index=column.index, name=column.name)
+    if kind == "datetime" and column.dtype.kind != "M":
+        return pd.to_datetime(column, utc=True)
+    if kind == "timedelta" and column.dtype.kind != "m":
+        return pd.to_timedelta(column)
+    if kind == "number" and column.dtype == object:
+        numbers = pd.to_numeric(column.where(column.notna(), np.nan))
+        return numbers if numbers.dtype.kind in "biuf" else column
+    return column
+
+
 def as_frame(X, owner: str = "make_tabular_preprocessor"):
     """``X`` as a pandas DataFrame: a NumPy array or a list of rows becomes one with
-    columns ``0, 1, ...`` (numeric where the values are numbers); sparse input is refused.
+    columns ``0, 1, ...`` (numeric where the values are numbers, in each column alone, so
+    that a list of rows mixing numbers and strings keeps its numeric columns); sparse
+    input is refused.
 
     Raises
     ------
@@ -85,6 +126,8 @@ def as_frame(X, owner: str = "make_tabular_preprocessor"):
     import pandas as pd
     from sklearn.utils.validation import check_array
 
+    if isinstance(X, list | tuple):  # numpy would make every value a string
+        X = np.asarray(X, dtype=object)
     values = check_array(X, dtype=None, ensure_all_finite=False, input_name="X")
     frame = pd.DataFrame(values)
     return frame.infer_objects() if values.dtype == object else frame
@@ -99,12 +142,20 @@ def _in_utc(values):
 
 class TemporalColumns:
     """Column selector of the datetime and timedelta columns of a DataFrame, except those
-    named in ``exclude`` (the columns given as numeric or categorical)."""
+    named in ``exclude`` (the columns given as numeric or categorical) and those whose
+    every value is missing (:meth:`all_missing`)."""
 
     def __init__(self, exclude: tuple = ()):
         self.exclude = tuple(exclude)
 
     def __call__(self, X) -> list:
+        return [column for column in self._temporal(X) if not X[column].isna().all()]
+
+    def all_missing(self, X) -> list:
+        """The datetime and timedelta columns left out because they hold only ``NaT``."""
+        return [column for column in self._temporal(X) if X[column].isna().all()]
+
+    def _temporal(self, X) -> list:
         chosen = X.select_dtypes(include=list(TEMPORAL_DTYPES)).columns
         return [column for column in chosen if column not in self.exclude]
 

@@ -11,7 +11,14 @@ from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import FunctionTransformer, OneHotEncoder, StandardScaler
 from sklearn.utils.validation import check_is_fitted
 
-from ._columns import TemporalColumns, TemporalFeatures, as_frame, value_kinds
+from ._columns import (
+    ACCEPTED_KINDS,
+    TemporalColumns,
+    TemporalFeatures,
+    as_frame,
+    as_kind,
+    value_kinds,
+)
 from ._layout import ColumnLayout
 from ._scaling import RobustSmoothClipScaler, _QuantileTransformer
 
@@ -42,6 +49,17 @@ def _as_object(X):
     return np.asarray(X, dtype=object)
 
 
+#: The numpy dtype kinds that need no check against a column's kind of ``fit``.
+_DTYPE_KINDS = {"number": "biuf", "datetime": "M", "timedelta": "m"}
+
+#: What a column of each kind takes, for the messages.
+_GIVE = {
+    "number": "numbers",
+    "datetime": "datetimes (datetime64, datetime.date, datetime.datetime or Timestamp)",
+    "timedelta": "durations (timedelta64, datetime.timedelta or Timedelta)",
+}
+
+
 def _plain(name):
     """A column name as the Python value it is (for messages)."""
     return name.item() if isinstance(name, np.generic) else name
@@ -58,11 +76,14 @@ class TabularPreprocessor(ColumnTransformer):
 
     It takes what every scikit-learn transformer takes: a pandas DataFrame, or a NumPy
     array or list of rows (columns ``0, 1, ...``: numeric where the values are numbers);
-    a sparse matrix is refused. It checks what the column transformer would get wrong
-    without a word: a categorical column that mixes value types (numbers and strings)
-    at ``fit``, a categorical column whose values are of a kind at ``transform`` that
-    it never held at ``fit`` (strings in ``fit``, numbers now: every value would be an
-    unseen category), and numeric values whose scaling overflows float64.
+    a sparse matrix is refused. An ``object`` column is typed by its values: numbers,
+    datetimes or durations are encoded as such, anything else as categories. After a
+    DataFrame ``fit``, an array is read by position if every column was numeric. It
+    checks what the column transformer would get wrong without a word: a categorical
+    column that mixes value types (numbers and strings) at ``fit``, a column whose
+    values are of a kind at ``transform`` that it never held at ``fit`` (strings in
+    ``fit``, numbers now: every value would be an unseen category; a duration in
+    ``fit``, a date now), and numeric values whose scaling overflows float64.
     """
 
     def fit_transform(self, X, y=None, **params):
@@ -77,10 +98,11 @@ class TabularPreprocessor(ColumnTransformer):
         TypeError
             For sparse input.
         """
-        X = as_frame(X)
+        X = self._typed(as_frame(X))
         kinds = {column: self._checked_kinds(X[column]) for column in self._categorical_columns(X)}
         out = super().fit_transform(X, y, **params)
         self._value_kinds = kinds
+        self._column_kinds = self._fitted_kinds(X)
         self._warn_about_dropped_columns(X)
         return self._checked_finite(out, X)
 
@@ -94,7 +116,7 @@ class TabularPreprocessor(ColumnTransformer):
             or the scaling of a numeric column overflows.
         """
         check_is_fitted(self, "transformers_")
-        X = as_frame(X)
+        X = self._checked_columns(self._named(X))
         for column, fitted in getattr(self, "_value_kinds", {}).items():
             if column in X.columns and fitted:
                 new = value_kinds(X[column]) - fitted
@@ -107,6 +129,97 @@ class TabularPreprocessor(ColumnTransformer):
                         f"X[{_plain(column)!r}].astype(str)), or refit."
                     )
         return self._checked_finite(super().transform(X, **params), X)
+
+    def _typed(self, X):
+        """``X`` with each ``object`` column of numbers, datetimes or durations only (and
+        not named by the user) converted to that kind, for the dtype selectors."""
+        named = {
+            column
+            for _, _, columns in self.transformers
+            if not callable(columns)
+            for column in columns
+        }
+        typed = {}
+        for column in X.columns:
+            if X[column].dtype == object and column not in named:
+                kinds = value_kinds(X[column])
+                if len(kinds) == 1 and next(iter(kinds)) in ACCEPTED_KINDS:
+                    typed[column] = as_kind(X[column], next(iter(kinds)))
+        typed = {column: values for column, values in typed.items() if values.dtype != object}
+        if not typed:
+            return X
+        X = X.copy(deep=False)
+        for column, values in typed.items():
+            X[column] = values
+        return X
+
+    def _fitted_kinds(self, X) -> dict:
+        """The kind of each numeric and temporal column of ``fit``: ``"number"``,
+        ``"datetime"`` or ``"timedelta"`` (a numeric column named by the user that holds
+        other values has none: it is not checked)."""
+        kinds = {}
+        for name, _, columns in self.transformers_:
+            for column in columns if name in ("numeric", "temporal") else ():
+                values = X[column]
+                if name == "temporal":
+                    kinds[column] = "timedelta" if values.dtype.kind == "m" else "datetime"
+                elif values.dtype.kind in "biuf" or value_kinds(values) <= {"number", "boolean"}:
+                    kinds[column] = "number"
+        return kinds
+
+    def _named(self, X):
+        """``X`` as a frame with the columns of ``fit``: after a DataFrame ``fit``, an array
+        (or list of rows) is read by position when it has as many columns and every one was
+        numeric, with scikit-learn's warning; otherwise it is refused."""
+        frame = as_frame(X)
+        if frame is X or not hasattr(self, "feature_names_in_"):
+            return frame
+        names = [_plain(c) for c in self.feature_names_in_]
+        kinds = getattr(self, "_column_kinds", {})
+        other = [c for c in names if kinds.get(c) != "number"]
+        if frame.shape[1] == len(names) and not other:
+            warnings.warn(
+                "X does not have valid feature names, but TabularPreprocessor was fitted "
+                "with feature names",
+                UserWarning,
+                stacklevel=3,
+            )
+            return frame.set_axis(names, axis=1)
+        why = (
+            f"it has {frame.shape[1]}, not {len(names)}"
+            if frame.shape[1] != len(names)
+            else f"{other} were not numeric"
+        )
+        raise ValueError(
+            f"make_tabular_preprocessor was fitted on a DataFrame with the columns {names}, "
+            f"and gets X without column names (of type {type(X).__name__}). Its columns are "
+            "read by position only when they are as many as in fit and were all numeric in "
+            f"fit: {why}. Pass a DataFrame with the columns of fit."
+        )
+
+    def _checked_columns(self, X):
+        """``X`` with its numeric and temporal columns checked against their kind in
+        ``fit`` and converted to it (``object`` columns of dates, say)."""
+        converted = {}
+        for column, kind in getattr(self, "_column_kinds", {}).items():
+            if column not in X.columns or X[column].dtype.kind in _DTYPE_KINDS[kind]:
+                continue
+            new = value_kinds(X[column]) - ACCEPTED_KINDS[kind]
+            if new:
+                raise ValueError(
+                    f"Column {_plain(column)!r} held {kind} values in fit, but holds "
+                    f"{' and '.join(sorted(new))} values now, which would not be read as "
+                    f"what the model learned from. Give it {_GIVE[kind]}, as in fit (e.g. "
+                    f"pd.to_{'numeric' if kind == 'number' else kind}(X[{_plain(column)!r}])), "
+                    "or refit."
+                )
+            converted[column] = as_kind(X[column], kind)
+        if not converted:
+            return X
+        X = X.copy(deep=False)
+        for column, values in converted.items():
+            X[column] = values
+        return X
 
     def _categorical_columns(self, X) -> list:
         """The columns the ``"categorical"`` transformer takes from ``X``."""
@@ -130,7 +243,17 @@ class TabularPreprocessor(ColumnTransformer):
         return kinds
 
     def _warn_about_dropped_columns(self, X) -> None:
-        """Columns of a dtype no transformer takes are dropped: say which."""
+        """Columns of a dtype no transformer takes, or datetime and timedelta columns
+        without a value, are dropped: say which."""
+        selector = {name: columns for name, _, columns in self.transformers}["temporal"]
+        empty = selector.all_missing(X) if isinstance(selector, TemporalColumns) else []
+        if empty:
+            warnings.warn(
+                f"make_tabular_preprocessor drops the columns {[_plain(c) for c in empty]}: "
+                "every value is missing (NaT) in fit, so they hold nothing to learn from.",
+                UserWarning,
+                stacklevel=3,
+            )
         if any(not callable(columns) for _, _, columns in self.transformers):
             return  # columns named by the user: the others are dropped on purpose
         kept = {
@@ -139,7 +262,7 @@ class TabularPreprocessor(ColumnTransformer):
             if name != "remainder"
             for column in columns
         }
-        dropped = [column for column in X.columns if column not in kept]
+        dropped = [column for column in X.columns if column not in kept and column not in empty]
         if dropped and self.remainder == "drop":
             dtypes = sorted({str(X[column].dtype) for column in dropped})
             warnings.warn(
@@ -240,21 +363,38 @@ def make_tabular_preprocessor(
     Numeric columns: median imputation, then scaling (standard by default, see
     ``numeric_scaling``). Datetime and timedelta columns: numbers (a datetime becomes
     its year, month, day, weekday, hour when the column holds times other than
-    midnight, and seconds since 1970-01-01, in UTC when timezone-aware; a timedelta its
-    seconds), then the numeric columns' imputation and scaling. Categorical columns
-    (object, string, category or boolean dtype): most-frequent imputation, then one-hot
-    encoding (unknown categories at predict time are ignored). The output is a dense
-    float matrix: the numeric columns first, then the datetime and timedelta features,
-    then the one-hot columns of each categorical feature, as the fitted
-    ``column_layout_`` says.
+    midnight, and seconds since 1970-01-01, in UTC; a timedelta its seconds), then the
+    numeric columns' imputation and scaling. Categorical columns (object, string,
+    category or boolean dtype): most-frequent imputation, then one-hot encoding
+    (unknown categories at predict time are ignored). The output is a dense float
+    matrix: the numeric columns first, then the datetime and timedelta features, then
+    the one-hot columns of each categorical feature, as the fitted ``column_layout_``
+    says.
+
+    The temporal kinds it takes: a **datetime** column is one of dtype ``datetime64``
+    (naive, read as UTC, or in a time zone, converted to UTC), or an ``object`` column of
+    ``datetime.date``, ``datetime.datetime``, ``Timestamp`` or ``numpy.datetime64``
+    values, which may mix time zones (what a database driver or ``pd.concat`` of
+    columns in two zones gives); a **timedelta** column is one of dtype
+    ``timedelta64``, or of ``datetime.timedelta``, ``Timedelta`` or
+    ``numpy.timedelta64`` values. An ``object`` column of numbers only is numeric; any
+    other ``object`` column is categorical: strings are never parsed as dates (convert
+    them with ``pd.to_datetime``), and numbers meant as categories take the
+    ``category`` dtype. A datetime or timedelta column whose every value is missing
+    (``NaT``) in ``fit`` is dropped with a warning that names it.
 
     ``X`` is a pandas DataFrame, or a NumPy array or list of rows (columns ``0, 1, ...``,
-    numeric where the values are numbers); sparse input is refused. Columns of other
-    dtypes are dropped with a warning that names them (without one when the columns are
-    given). A categorical column must hold one kind of value (strings, numbers or
-    booleans), and at predict time values of the kind it held in ``fit``: otherwise
-    ``fit`` or ``transform`` raises, naming the column. So does a numeric column whose
-    scaling overflows float64 (values near 1e300).
+    each typed by its values as an ``object`` column is); sparse input is refused.
+    Columns of other dtypes are dropped with a warning that names them (without one when
+    the columns are given). A categorical column must hold one kind of value (strings,
+    numbers or booleans). At predict time each column must hold values of the kind it
+    held in ``fit`` (a datetime column datetimes, a number column numbers or booleans;
+    missing values are of every kind): otherwise ``transform`` raises, naming the
+    column, the kind it had and the kind it has. After a ``fit`` on a DataFrame, a NumPy
+    array is read by position (with scikit-learn's feature-names warning) when it has as
+    many columns and all of them were numeric, and refused otherwise. ``fit`` also
+    raises, naming the column, when the scaling of a numeric column overflows float64
+    (values near 1e300).
 
     Parameters
     ----------
