@@ -8,12 +8,7 @@ import pytest
 from sklearn.ensemble import HistGradientBoostingClassifier
 
 from nescal_sklearn import NeSCalClassifier
-from nescal_sklearn.ensemble import (
-    LATEST_RECOMMENDED,
-    RECOMMENDED,
-    RECOMMENDED_RECIPES,
-    make_recommended_classifier,
-)
+from nescal_sklearn.ensemble import RECOMMENDED_RECIPES, make_recommended_classifier
 
 
 def _described(recipe: str | None) -> dict:
@@ -42,10 +37,38 @@ def test_the_recipe_of_2026_12_04_is_the_model_its_study_measured():
     }
 
 
+def test_the_recipe_of_2026_12_05_is_the_model_its_studies_measured():
+    """The model of docs/networks.md (``rec_h2``) and docs/scale.md (``rec``), written out
+    by hand: NeSCal members capped at 600,000 rows seen with the batch growing with the
+    rows, HGB(early_stopping) and a second HGB configuration, 5 folds, pruned."""
+    nescal = NeSCalClassifier(
+        recipe="2026-12-04", patience=10, max_row_epochs=600_000, batch_size="auto"
+    ).get_params(deep=False)
+    hgb = HistGradientBoostingClassifier(early_stopping=True).get_params(deep=False)
+    hgb2 = HistGradientBoostingClassifier(
+        early_stopping=True,
+        learning_rate=0.05,
+        max_leaf_nodes=15,
+        min_samples_leaf=10,
+        l2_regularization=1.0,
+        max_features=0.8,
+    ).get_params(deep=False)
+    assert _described("2026-12-05") == {
+        "cv": 5,
+        "prune": True,
+        "members": [
+            ("nescal", "NeSCalClassifier", nescal),
+            ("hgb", "HistGradientBoostingClassifier", hgb),
+            ("hgb2", "HistGradientBoostingClassifier", hgb2),
+        ],
+    }
+
+
 def test_the_default_is_the_newest_recipe():
-    assert LATEST_RECOMMENDED == max(RECOMMENDED_RECIPES)
-    assert RECOMMENDED is RECOMMENDED_RECIPES[LATEST_RECOMMENDED]
-    assert _described(None) == _described(LATEST_RECOMMENDED)
+    # the dates sort as strings; the newest is 2026-12-05 or a later one
+    assert max(RECOMMENDED_RECIPES) >= "2026-12-05"
+    assert _described(None) == _described(max(RECOMMENDED_RECIPES))
+    assert _described(None) != _described("2026-12-04")
 
 
 @pytest.mark.parametrize("name", sorted(RECOMMENDED_RECIPES))
@@ -59,9 +82,9 @@ def test_every_recipe_is_dated_and_builds_fresh_members(name):
 
 def test_recipes_cannot_be_edited():
     with pytest.raises(TypeError):
-        RECOMMENDED_RECIPES["2026-12-04"] = RECOMMENDED  # type: ignore[index]
+        RECOMMENDED_RECIPES["2026-12-04"] = RECOMMENDED_RECIPES["2026-12-05"]  # type: ignore[index]
     with pytest.raises(AttributeError):
-        RECOMMENDED.prune = not RECOMMENDED.prune  # type: ignore[misc]
+        RECOMMENDED_RECIPES["2026-12-05"].prune = False  # type: ignore[misc]
 
 
 @pytest.mark.parametrize("recipe", ["2026-01-01", "latest", 20261204])
