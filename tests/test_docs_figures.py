@@ -10,8 +10,6 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("nescal_bench")
-
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 
