@@ -30,7 +30,6 @@ from nescal_bench import (
 from nescal_bench._fit import _fit, execute_fit
 from nescal_bench._records import record_key
 from nescal_bench._sources import load_benchmark_data
-from nescal_sklearn.calibration import CalibratedTemperature
 
 # Floats from BLAS, solvers and stored records: CI runs these again under a second
 # OpenBLAS kernel (.ci/run), so a tolerance tighter than round-off shows up there.
@@ -67,7 +66,6 @@ def task_split(task):
     return split
 
 
-HAS_GUARD = "guard" in CalibratedTemperature().get_params()
 NAME = (
     "expected a name of letters, digits and '_', '.', '@', '+', '-' that does not start with "
     "'.', '@', '+' or '-', "
@@ -151,8 +149,7 @@ def test_bad_labels_name_the_entry(tmp_path, calibrators, message):
 
 
 def test_two_entries_of_one_class_are_two_stages(tmp_path):
-    second = {"guard": None} if HAS_GUARD else {}
-    first = {"guard": "mixture"} if HAS_GUARD else {}
+    second, first = {"guard": None}, {"guard": "mixture"}
     config = config_with(
         tmp_path,
         [
@@ -173,8 +170,6 @@ def test_two_entries_of_one_class_are_two_stages(tmp_path):
     # exact: the same calibrator and settings under two stage names, one path twice
     assert record["test"]["temperature_same"] == record["test"]["temperature"]
     assert set(record["calibrators"]) == {"temperature", "temperature_same", "temperature_plain"}
-    if not HAS_GUARD:
-        pytest.skip("CalibratedTemperature has no 'guard' parameter yet")
     # the same temperature, with and without the uniform mixture: different probabilities
     # exact: the guard mixes in the uniform after the same temperature solve
     assert record["calibrators"]["temperature_plain"] == record["calibrators"]["temperature"]

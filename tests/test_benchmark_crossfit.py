@@ -166,15 +166,26 @@ def _params(estimator) -> dict:
 
 
 @pytest.mark.parametrize(
-    ("name", "recipe"), [("quickstart", None), ("oof_ensembles", "2026-12-04")]
+    ("name", "method", "recipe", "options"),
+    [
+        ("quickstart", "recommended", None, {}),
+        ("oof_ensembles", "recommended", "2026-12-04", {}),
+        # the configs whose records made the figures of the recipe of 2026-12-05
+        ("networks_search", "rec_h2", "2026-12-05", {}),
+        ("scale", "rec", "2026-12-05", {}),
+        ("scale", "rec_lean", "2026-12-05", {"refit": True}),
+        ("scale", "rec_budget", "2026-12-05", {"time_limit": 60.0}),
+    ],
 )
-def test_the_configs_recommended_model_is_make_recommended_classifier(name, recipe):
-    """The main job shows the model users get, and the study the recipe it measured, not
-    copies that drifted."""
+def test_the_configs_recommended_model_is_make_recommended_classifier(
+    name, method, recipe, options
+):
+    """The main job shows the model users get, and each study the recipe it measured
+    (tests/test_recommended.py writes the recipes out by hand), not copies that drifted."""
     from nescal_sklearn import make_recommended_classifier
 
     config = load_config(ROOT / "benchmarks" / "configs" / f"{name}.json")
-    (method,) = [m for m in config.methods if m.name == "recommended"]
-    shown = config.build(method, {}, 0)
-    given = make_recommended_classifier(random_state=0, recipe=recipe)[-1]
+    (spec,) = [m for m in config.methods if m.name == method]
+    shown = config.build(spec, {}, 0)
+    given = make_recommended_classifier(random_state=0, recipe=recipe, **options)[-1]
     assert _params(shown) == _params(given)

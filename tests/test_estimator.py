@@ -518,8 +518,6 @@ def test_max_time_ends_training_and_keeps_the_best_epoch():
 
 
 def test_max_row_epochs_cuts_the_epochs_and_auto_batches_grow_with_the_rows():
-    from nescal_sklearn.estimator._settings import AUTO_BATCH_SIZES
-
     X, y = make_classification(500, n_features=6, random_state=0)
     clf = NeSCalClassifier("ce", hidden_sizes=(8,), max_row_epochs=1000, batch_size="auto")
     clf.set_params(random_state=0, patience=False).fit(X, y)
@@ -540,7 +538,6 @@ def test_max_row_epochs_cuts_the_epochs_and_auto_batches_grow_with_the_rows():
         512,
         1024,
     ]
-    assert AUTO_BATCH_SIZES[0] == (0, 256)
     message = (
         "loss__warmup=5 ends the warm-up at epoch 6, after the last of the 3 epochs that "
         "max_row_epochs=1000 leaves for 400 training rows: the neighbour graph would never "

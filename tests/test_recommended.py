@@ -42,10 +42,38 @@ def test_the_recipe_of_2026_12_04_is_the_model_its_study_measured():
     }
 
 
+def test_the_recipe_of_2026_12_05_is_the_model_its_studies_measured():
+    """The model of docs/networks.md (``rec_h2``) and docs/scale.md (``rec``), written out
+    by hand: NeSCal members capped at 600,000 rows seen with the batch growing with the
+    rows, HGB(early_stopping) and a second HGB configuration, 5 folds, pruned."""
+    nescal = NeSCalClassifier(
+        recipe="2026-12-04", patience=10, max_row_epochs=600_000, batch_size="auto"
+    ).get_params(deep=False)
+    hgb = HistGradientBoostingClassifier(early_stopping=True).get_params(deep=False)
+    hgb2 = HistGradientBoostingClassifier(
+        early_stopping=True,
+        learning_rate=0.05,
+        max_leaf_nodes=15,
+        min_samples_leaf=10,
+        l2_regularization=1.0,
+        max_features=0.8,
+    ).get_params(deep=False)
+    assert _described("2026-12-05") == {
+        "cv": 5,
+        "prune": True,
+        "members": [
+            ("nescal", "NeSCalClassifier", nescal),
+            ("hgb", "HistGradientBoostingClassifier", hgb),
+            ("hgb2", "HistGradientBoostingClassifier", hgb2),
+        ],
+    }
+
+
 def test_the_default_is_the_newest_recipe():
     assert LATEST_RECOMMENDED == max(RECOMMENDED_RECIPES)
     assert get_recommended_recipe() is RECOMMENDED_RECIPES[LATEST_RECOMMENDED]
     assert _described(None) == _described(LATEST_RECOMMENDED)
+    assert _described(None) != _described("2026-12-04")
 
 
 @pytest.mark.parametrize("name", sorted(RECOMMENDED_RECIPES))

@@ -318,7 +318,15 @@ def test_groups_that_a_splitter_ignores_are_counted_in_a_warning():
     X, y = _data()
     cv = StratifiedKFold(5, shuffle=True, random_state=0)
     groups = np.arange(200) // 2
-    with pytest.warns(UserWarning, match=r"^\d+ groups \(\d+ rows\) have rows in two or more"):
+    # the pairs whose two rows the splitter puts in different test parts, by scikit-learn
+    part = np.empty(200, dtype=int)
+    for i, (_, test) in enumerate(cv.split(X, y)):
+        part[test] = i
+    split = int(np.sum(part[0::2] != part[1::2]))
+    assert split > 0
+    with pytest.warns(
+        UserWarning, match=rf"^{split} groups \({2 * split} rows\) have rows in two or more"
+    ):
         CrossFitClassifier(_members(), cv=cv).fit(X, y, groups=groups)
 
 
@@ -381,7 +389,10 @@ def _columns(n, seed):
 def test_a_map_chosen_on_a_rare_class_without_signal_never_collapses_fresh_rows():
     # N22: 5 positives of 200, independent of X. Quadratic scaling was chosen on seeds 4
     # and 10 and gave fresh rows P(1) down to 1e-15: fresh NLL 0.270 and 0.165 against
-    # 0.126 and 0.124 without a map. Guarded, it is within 10 % of no map.
+    # 0.126 and 0.124 without a map. Guarded, the model of 2026-12-04 stays within 9 % of
+    # no map on these 12 seeds; that of 2026-12-05, the default tested here, within 21 %
+    # (seed 2, where quadratic scaling is chosen: 1.205x). The bound, 25 %, leaves room
+    # for another CPU's fits; unguarded, the map cost 33 % and 115 %.
     X_new = _columns(5000, 11)
     y_new = (np.random.default_rng(0).random(5000) < 0.025).astype(int)
     chosen = []
