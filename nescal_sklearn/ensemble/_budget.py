@@ -10,11 +10,19 @@ step reads the budget it is handed, never the limit. Its rules:
   out-of-fold predictions, the weights, the map and the refits.
 * **The shares.** The member fits of the cross-fitting end by :data:`FIT_SHARE` of the
   limit (:data:`REFIT_FIT_SHARE` with ``refit=True``, whose refits end by
-  :data:`FIT_SHARE`); the rest is left for what follows them. No fit starts after its
-  deadline. A member that can stop on time (a ``time_limit`` parameter, as
-  ``NeSCalClassifier`` has) gets its share of the time left (:meth:`TimeBudget.share`),
-  asked when its fit starts, as its ``time_limit``; a refit gets at least
-  :data:`MIN_SHARE` seconds.
+  :data:`FIT_SHARE`); the rest is left for what follows them. No member fit of the
+  cross-fitting starts after its deadline. A member that can stop on time (a
+  ``time_limit`` parameter, as ``NeSCalClassifier`` has) gets the smaller of its own
+  ``time_limit`` and its share of the time left (:meth:`TimeBudget.share`), asked when
+  its fit starts.
+* **A share too small** (under :data:`MIN_SHARE` seconds: the time of the fits that
+  stop on time has run out, as when members that cannot stop took longer than
+  planned, or the workers took long to start) does not start a fit: it counts as timed
+  out, like a fit after the deadline, and the model is made of the folds that
+  finished. The fits the model needs are the exception: every member's first fold and
+  every refit start whatever the time, with at least :data:`MIN_SHARE` (one epoch of a
+  network), so that ``fit`` never fails for lack of time; a limit too short for them
+  is overrun by them.
 * **One clock.** ``time.monotonic``: it never jumps with the system's clock, and on one
   machine every process reads the same one, so a loky or local dask worker asks it
   when its fit starts. Workers on other machines do not share it: ``time_limit`` needs
@@ -49,7 +57,8 @@ FIT_SHARE = 0.9
 #: fits end; the refits take what is left of :data:`FIT_SHARE`.
 REFIT_FIT_SHARE = 0.65
 
-#: Seconds: the least share of a refit that stops on time.
+#: Seconds: a member fit whose share of the time is smaller is not started (a refit
+#: gets this much at least).
 MIN_SHARE = 1e-3
 
 
@@ -73,21 +82,29 @@ class TimeBudget:
     rounds : int or None
         The rounds of fits that stop on time, from this fit's to the last, on the
         workers (None: one).
+    needed : bool
+        Whether the model needs the fit (a member's first fold, a refit): it starts
+        whatever the time.
     """
 
     deadline: float
     timed_deadline: float | None = None
     rounds: int | None = None
+    needed: bool = False
 
     @classmethod
-    def of_fit(cls, start: float, time_limit: float | None, share: float) -> TimeBudget | None:
+    def of_fit(
+        cls, start: float, time_limit: float | None, share: float, *, needed: bool = False
+    ) -> TimeBudget | None:
         """The budget of fits that end by ``share`` of ``time_limit`` after ``start``
         (read from :data:`CLOCK`); None without a limit."""
-        return None if time_limit is None else cls(start + share * time_limit)
+        if time_limit is None:
+            return None
+        return cls(start + share * time_limit, needed=needed)
 
-    def planned(self, timed_deadline: float, rounds: int | None) -> TimeBudget:
+    def planned(self, timed_deadline: float, rounds: int | None, *, needed: bool) -> TimeBudget:
         """This budget for one fit, with the plan of its stage."""
-        return replace(self, timed_deadline=timed_deadline, rounds=rounds)
+        return replace(self, timed_deadline=timed_deadline, rounds=rounds, needed=needed)
 
     def share(self, now: float) -> float:
         """Seconds a fit that stops on time may take from ``now``: the time to
@@ -96,17 +113,23 @@ class TimeBudget:
         timed = self.deadline if self.timed_deadline is None else self.timed_deadline
         return min((timed - now) / (self.rounds or 1), self.deadline - now)
 
-    def started(self, estimator, *, refit: bool = False):
+    def started(self, estimator):
         """``estimator`` as it may start now, or None when no time is left for it.
 
-        A member that stops on time is cloned with ``time_limit`` set to its
-        :meth:`share` (at least :data:`MIN_SHARE` for a refit, which always starts). A
-        member fit starts only before ``deadline``.
+        A member that stops on time is cloned with ``time_limit`` set to the smaller of
+        its own and its :meth:`share`; a share under :data:`MIN_SHARE` starts no fit. A
+        member that cannot stop starts only before ``deadline``. A fit the model
+        ``needed`` always starts, with a share of at least :data:`MIN_SHARE`.
         """
         now = CLOCK()
-        if not refit and now >= self.deadline:
+        if not self.needed and now >= self.deadline:
             return None
         if not stops_on_time(estimator):
             return estimator
-        share = max(self.share(now), MIN_SHARE if refit else 0.0)
-        return clone(estimator).set_params(time_limit=share)
+        share = self.share(now)
+        if share < MIN_SHARE:
+            if not self.needed:
+                return None
+            share = MIN_SHARE
+        own = estimator.get_params(deep=False)["time_limit"]
+        return clone(estimator).set_params(time_limit=share if own is None else min(own, share))

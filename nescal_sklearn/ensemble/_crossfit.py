@@ -13,6 +13,7 @@ is refitted on all rows as its fold models trained (:mod:`._refit`).
 from __future__ import annotations
 
 import numbers
+import os
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -53,7 +54,7 @@ from ._budget import CLOCK, FIT_SHARE, REFIT_FIT_SHARE, TimeBudget
 from ._greedy import greedy_ensemble_weights
 from ._members import checked_labels, member_fit_params, relative_weights
 from ._refit import refit_on_all_rows
-from ._schedule import StagedFits, fit_in_stages
+from ._schedule import StagedFits, fit_in_stages, reissue
 from ._splits import make_folds
 
 __all__ = ["CrossFitClassifier"]
@@ -179,13 +180,20 @@ default="auto"
         Its held-out figures (``oof_proba_``, ``calibration_scores_``) are the
         cross-fitted model's.
     time_limit : float or None, default=None
-        Wall-clock seconds for the whole fit. The member fits take up to 90 % of it;
-        a member whose ``fit`` can stop on time (a ``time_limit`` parameter, as
-        ``NeSCalClassifier`` has) gets its share of the time left, and no fit starts
-        after the deadline (a fit that cannot stop on time, such as gradient boosting's,
-        and starts just before it, ends after it). When the time runs out before every fold is fitted, the
-        model is the ensemble of the folds that finished, weighted and calibrated on
-        their held-out rows, and ``fit`` warns (``timed_out_``). None: no limit.
+        Wall-clock seconds for the whole fit, counted from the start of ``fit`` (the
+        checks of the data and the start of joblib's workers count). The member fits
+        take up to 90 % of it (65 % with ``refit=True``, whose refits take the next
+        25 %). A member whose ``fit`` can stop on time (a ``time_limit`` parameter, as
+        ``NeSCalClassifier`` has) gets the smaller of its own limit and its share of the
+        time left; a fit whose share is too small (under a millisecond) or that would
+        start after the deadline is not started, and counts as timed out (a fit that
+        cannot stop on time, such as gradient boosting's, and starts just before the
+        deadline, ends after it). Every member's first fold and every refit run
+        whatever the time, so ``fit`` never fails for lack of it: the model is the
+        ensemble of the folds that finished, weighted and calibrated on their held-out
+        rows, and ``fit`` warns when folds were left out (``timed_out_``). The clock is
+        this machine's: the member fits must run on it (loky's or a local dask
+        cluster's workers). None: no limit.
     random_state : int, RandomState instance or None, default=None
         Seeds the folds, the inner cross-validation of the map, and every member's
         ``random_state`` (a different seed per fold).
@@ -377,7 +385,8 @@ default="auto"
         ------
         ValueError
             When a class has no row in some fold's training part, a fold no positive
-            weight, or ``cv`` does not split the rows into a partition.
+            weight, or ``cv`` does not split the rows into a partition; when
+            ``time_limit`` leaves one held-out row (a ``cv`` of one-row test parts).
         TypeError
             When ``sample_weight`` is given and a member cannot take it.
         """
@@ -399,16 +408,17 @@ default="auto"
             screen=self._screen(data) if self.prune else None,
             verbose=self.verbose,
         )
-        if not staged.folds:
-            raise ValueError(
-                f"time_limit={self.time_limit} s ran out before every member was fitted on "
-                "one fold; pass a longer time_limit, or fewer or faster members."
-            )
         oof = _out_of_fold(staged, data)
+        if oof.y.size < 2:
+            raise ValueError(
+                f"time_limit={self.time_limit} s ran out after {len(staged.folds)} of "
+                f"{len(data.folds)} folds, whose one held-out row cannot weigh the members "
+                "and choose a map; pass a longer time_limit, or a cv of larger test parts."
+            )
         self._weigh_and_calibrate(staged, data, oof)
         self._set_fitted(staged, data)
         if self.refit:
-            budget = TimeBudget.of_fit(start, self.time_limit, FIT_SHARE)
+            budget = TimeBudget.of_fit(start, self.time_limit, FIT_SHARE, needed=True)
             self.refitted_ = self._refit(data, budget)
             self.estimators_ = None
         if staged.timed_out:
@@ -576,14 +586,17 @@ default="auto"
                 [models[m] for models in self.estimators_],
                 data.X,
                 data.y,
+                name=data.names[m],
                 fit_params=data.fit_params[m],
                 seed=seed,
                 budget=budget,
+                parent=os.getpid(),
             )
             for m in used
         )
-        refitted = [None] * len(data.members)
-        for m, (model, _) in zip(used, jobs, strict=True):
+        refitted, registry = [None] * len(data.members), {}
+        for m, (model, _, kept) in zip(used, jobs, strict=True):
+            reissue(kept, registry)
             refitted[m] = model
         return refitted
 

@@ -17,8 +17,11 @@ from collections.abc import Callable
 import numpy as np
 from sklearn.base import clone
 from sklearn.ensemble import HistGradientBoostingClassifier
+from sklearn.utils.validation import _num_samples
 
+from ..exceptions import ParameterError
 from ._budget import TimeBudget
+from ._schedule import kept_warnings
 
 __all__ = ["REFIT_ADAPTERS", "refit_on_all_rows", "refit_params"]
 
@@ -60,19 +63,50 @@ def refit_params(member, fold_models: list) -> dict:
 
 
 def refit_on_all_rows(
-    member, fold_models: list, X, y, *, fit_params: dict, seed, budget: TimeBudget | None
+    member,
+    fold_models: list,
+    X,
+    y,
+    *,
+    name: str,
+    fit_params: dict,
+    seed,
+    budget: TimeBudget | None,
+    parent: int,
 ):
-    """``member`` refitted on all rows under :func:`refit_params`; ``(model, seconds)``.
+    """``member`` refitted on all rows under :func:`refit_params`; ``(model, seconds,
+    warnings kept in a worker)`` (:func:`~._schedule.kept_warnings`).
 
-    With a ``budget``, a member that stops on time gets the time left to its deadline
-    (:meth:`TimeBudget.started`).
+    With a ``budget`` (one the model ``needed``: a refit always starts), a member that
+    stops on time gets the time left to its deadline (:meth:`TimeBudget.started`). An error of the refit says that it is the refit of
+    member ``name`` (:func:`_refit_error`).
     """
     estimator = clone(member).set_params(**refit_params(member, fold_models))
     if seed is not None:
         names = [n for n in estimator.get_params() if n.split("__")[-1] == "random_state"]
         estimator.set_params(**dict.fromkeys(names, seed))
-    if budget is not None:
-        estimator = budget.started(estimator, refit=True)
-    start = time.perf_counter()
-    model = estimator.fit(X, y, **fit_params)
-    return model, time.perf_counter() - start
+    with kept_warnings(parent) as kept:
+        if budget is not None:
+            estimator = budget.started(estimator)
+        start = time.perf_counter()
+        try:
+            model = estimator.fit(X, y, **fit_params)
+        except Exception as exc:
+            raise _refit_error(exc, name, _num_samples(X)) from exc
+    return model, time.perf_counter() - start, kept
+
+
+def _refit_error(exc: Exception, name: str, n_rows: int) -> Exception:
+    """``exc``, raised by the refit of member ``name``, with a message that says so: of
+    the same class where one can be made from a message (a :class:`ParameterError`
+    names the member's parameter, ``<name>__<param>``), a ``RuntimeError`` otherwise."""
+    message = (
+        f"refit=True: refitting member {name!r} on all {n_rows} rows failed, after its fold "
+        f"models were fitted: {exc}"
+    )
+    if isinstance(exc, ParameterError):
+        return type(exc)(f"{name}__{exc.param}", message)
+    try:
+        return type(exc)(message)
+    except Exception:
+        return RuntimeError(message)

@@ -18,9 +18,12 @@ member finished are the folds of the ensemble; the rest are dropped.
 from __future__ import annotations
 
 import math
+import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,7 +32,7 @@ from joblib import Parallel, delayed, effective_n_jobs
 from ..calibration import fit_on_fold
 from ._budget import TimeBudget, stops_on_time
 
-__all__ = ["StagedFits", "fit_in_stages"]
+__all__ = ["StagedFits", "fit_in_stages", "kept_warnings", "reissue"]
 
 
 @dataclass
@@ -60,20 +63,47 @@ class StagedFits:
     timed_out: bool = False
 
 
-def _timed_fit(estimator, X, y, fold, *, fit_params: dict, seed, budget: TimeBudget | None):
+@contextmanager
+def kept_warnings(parent: int) -> Iterator[list]:
+    """Keep the warnings raised inside, when the code runs in a process other than
+    ``parent`` (a joblib worker, whose warnings would stay there): the list it yields
+    then holds them, for the parent to :func:`reissue`. In ``parent`` (no joblib, or
+    threads) the warnings go straight to the user, and the list stays empty."""
+    kept: list = []
+    if os.getpid() == parent:
+        yield kept
+        return
+    with warnings.catch_warnings(record=True) as records:
+        warnings.simplefilter("always")
+        yield kept
+    kept.extend((str(r.message), r.category, r.filename, r.lineno) for r in records)
+
+
+def reissue(kept: list, registry: dict) -> None:
+    """Raise again, in this process, the warnings :func:`kept_warnings` kept in a worker,
+    at the place they were raised; ``registry`` shows each once, as Python's default
+    filter does for warnings raised here."""
+    for message, category, filename, lineno in kept:
+        warnings.warn_explicit(message, category, filename, lineno, registry=registry)
+
+
+def _timed_fit(
+    estimator, X, y, fold, *, fit_params: dict, seed, budget: TimeBudget | None, parent: int
+):
     """Fit one member on one ``(train, test)`` fold, unless ``budget`` has no time left
-    for it; ``(model, seconds)``.
+    for it; ``(model, seconds, warnings kept in a worker)``.
 
     The budget is asked when the fit starts (:meth:`TimeBudget.started`), on the clock
-    every worker process of this machine shares.
+    every worker process of this machine shares, so that a worker's start-up counts.
     """
-    if budget is not None:
-        estimator = budget.started(estimator)
-        if estimator is None:
-            return None, np.nan
-    start = time.perf_counter()
-    model = fit_on_fold(estimator, X, y, *fold, fit_params=fit_params, seed=seed)
-    return model, time.perf_counter() - start
+    with kept_warnings(parent) as kept:
+        if budget is not None:
+            estimator = budget.started(estimator)
+            if estimator is None:
+                return None, np.nan, kept
+        start = time.perf_counter()
+        model = fit_on_fold(estimator, X, y, *fold, fit_params=fit_params, seed=seed)
+    return model, time.perf_counter() - start, kept
 
 
 class _Progress:
@@ -150,16 +180,26 @@ def fit_in_stages(
     keep = [True] * n_members
     total = n_folds * n_members
 
+    registry: dict = {}
+
     def run(jobs: list[tuple[int, int]], later: list[tuple[int, int]]) -> None:
         budgets = _plan([jobs, later], timed, result.seconds, budget, workers)
         tasks = (
             delayed(_timed_fit)(
-                members[m], X, y, folds[f], fit_params=fit_params[m], seed=seeds[f], budget=b
+                members[m],
+                X,
+                y,
+                folds[f],
+                fit_params=fit_params[m],
+                seed=seeds[f],
+                budget=b,
+                parent=os.getpid(),
             )
             for (f, m), b in zip(jobs, budgets, strict=True)
         )
         results = Parallel(n_jobs=n_jobs, return_as="generator")(tasks)
-        for (f, m), (model, took) in zip(jobs, results, strict=True):
+        for (f, m), (model, took, kept) in zip(jobs, results, strict=True):
+            reissue(kept, registry)
             result.models[f][m], result.seconds[f, m] = model, took
             done = int(np.sum(~np.isnan(result.seconds)))
             left = _time_to_go(result.seconds, keep, workers)
@@ -204,7 +244,8 @@ def _on(keep: Sequence[bool]) -> list[int]:
 
 def _plan(stages, timed, seconds, budget: TimeBudget | None, workers) -> list:
     """For each job of the first of ``stages``, its budget: the deadline of the timed
-    fits and the rounds of timed fits from its own to the last (None without a budget).
+    fits, the rounds of timed fits from its own to the last, and whether the model needs
+    it (the first fold; None without a budget).
 
     The timed fits end before the deadline less the untimed members' expected time
     (their mean fit so far, per fit still to run, spread over the workers). Timed fits
@@ -223,12 +264,12 @@ def _plan(stages, timed, seconds, budget: TimeBudget | None, workers) -> list:
     timed_deadline = budget.deadline - untimed / workers
     per_stage = [math.ceil(sum(timed[m] for _, m in stage) / workers) for stage in stages]
     budgets, position = [], 0
-    for _, m in jobs:
+    for f, m in jobs:
         rounds = None
         if timed[m]:
             rounds = per_stage[0] - position // workers + sum(per_stage[1:])
             position += 1
-        budgets.append(budget.planned(timed_deadline, rounds))
+        budgets.append(budget.planned(timed_deadline, rounds, needed=f == 0))
     return budgets
 
 

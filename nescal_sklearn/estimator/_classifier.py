@@ -156,8 +156,8 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         stops when one more epoch (as long as the longest so far) would end past it,
         and the best epoch is kept as after ``patience``; at least one epoch runs. A
         time budget (``CrossFitClassifier(time_limit=...)`` gives each member fit its
-        share); a fit it stops depends on the machine's speed, so it is not
-        reproducible elsewhere. None: no limit.
+        share, or this limit where it is smaller); a fit it stops depends on the
+        machine's speed, so it is not reproducible elsewhere. None: no limit.
     mixup : float, default=0.0
         When > 0, mixup with Beta(mixup, mixup) coefficients: inputs and targets of
         each batch are mixed with a random permutation of it.
@@ -457,11 +457,13 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         """The parameters under which this estimator trains on all rows as its fold
         models trained on theirs (``CrossFitClassifier(refit=True)``).
 
-        The refit trains without early stopping and without a time limit of its own for
-        the mean of the fold models' best epochs (their epochs run, where none was
-        restored). For NeSCal, when most fold models kept an epoch the penalty trained,
-        the warm-up is the mean of theirs (kept below the epochs); otherwise the epochs
-        kept were the warm-up's, and the base loss trains them.
+        The refit trains for the mean of the fold models' best epochs (their epochs
+        run, where none was restored): without early stopping, without a time limit of
+        its own (the ensemble's budget still bounds it) and without ``max_row_epochs``,
+        whose cap the fold models' epochs already obeyed on their rows (on all rows it
+        would allow fewer). For NeSCal, when most fold models kept an epoch the penalty
+        trained, the warm-up is the mean of theirs (kept below the epochs); otherwise
+        the epochs kept were the warm-up's, and the base loss trains them.
 
         Parameters
         ----------
@@ -488,7 +490,12 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         (False, 6)
         """
         epochs = [m.best_epoch_ or m.n_epochs_ for m in fold_models]
-        params = {"early_stopping": False, "max_epochs": _mean_int(epochs), "time_limit": None}
+        params = {
+            "early_stopping": False,
+            "max_epochs": _mean_int(epochs),
+            "max_row_epochs": None,
+            "time_limit": None,
+        }
         first = fold_models[0]
         if first.loss_.uses_neighbours:
             penalised = [m for m in fold_models if m.penalty_status_ == "penalised"]
