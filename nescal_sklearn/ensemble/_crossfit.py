@@ -65,7 +65,7 @@ def _applies(name: str, n_classes: int) -> bool:
     return kind == "any" or (kind == "binary") == (n_classes == 2)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class _Prepared:
     """What :meth:`CrossFitClassifier.fit` fits on, checked: the members, the rows,
     labels and weights, each member's ``fit`` parameters, the candidate maps, the folds,
@@ -459,18 +459,18 @@ default="auto"
             else [int(s) for s in rng.randint(2**31 - 1, size=len(folds))]
         )
         return _Prepared(
-            names,
-            members,
-            X,
-            y,
-            classes,
-            y_encoded,
-            sample_weight,
-            fit_params,
-            candidates,
-            folds,
-            seeds,
-            rng,
+            names=names,
+            members=members,
+            X=X,
+            y=y,
+            classes=classes,
+            y_encoded=y_encoded,
+            sample_weight=sample_weight,
+            fit_params=fit_params,
+            candidates=candidates,
+            folds=folds,
+            seeds=seeds,
+            rng=rng,
         )
 
     def _weigh_and_calibrate(self, staged: StagedFits, data: _Prepared, oof: _OutOfFold):

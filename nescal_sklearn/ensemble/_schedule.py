@@ -7,12 +7,14 @@
    of weight 0 is dropped: it is never fitted on the other folds.
 2. **The other folds of the members kept**, fold by fold.
 
-With a :class:`~._budget.TimeBudget`, every fit starts only before its deadline, and a
-member that can stop on time (:func:`~._budget.stops_on_time`) gets its share of the time
-left: the time left divided by the rounds of such fits still to come on the ``n_jobs``
-workers. A member that cannot (scikit-learn's gradient boosting) is timed on the first
-fold, and its later folds are counted against the time left. The folds whose every kept
-member finished are the folds of the ensemble; the rest are dropped.
+With a :class:`~._budget.TimeBudget` (whose module states the rules), the first fold's
+fits always run and the later ones start only before the deadline; a member that can
+stop on time (:func:`~._budget.stops_on_time`) gets its share of the time left: the time
+left divided by the rounds of such fits still to come on the ``n_jobs`` workers. A
+member that cannot (scikit-learn's gradient boosting) is timed on the first fold, and its
+later folds are counted against the time left. The folds whose every kept member
+finished are the folds of the ensemble; the rest are dropped. The warnings of fits in
+worker processes are re-issued in the caller (:func:`kept_warnings`).
 """
 
 from __future__ import annotations
