@@ -504,9 +504,9 @@ def test_small_class_cannot_be_split():
         NeSCalClassifier(**FAST, validation_fraction=0.05).fit(X[:20], np.r_[[0] * 10, [1] * 10])
 
 
-def test_max_time_ends_training_and_keeps_the_best_epoch():
+def test_time_limit_ends_training_and_keeps_the_best_epoch():
     X, y = make_classification(300, n_features=6, random_state=0)
-    clf = NeSCalClassifier("ce", **{**FAST, "max_epochs": 2000}, patience=False, max_time=0.5)
+    clf = NeSCalClassifier("ce", **{**FAST, "max_epochs": 2000}, patience=False, time_limit=0.5)
     clf.set_params(random_state=0, lr_schedule="constant").fit(X, y)
     assert clf.stopped_on_time_ and 1 <= clf.n_epochs_ < 2000
     assert clf.best_epoch_ == 1 + int(np.argmin(clf.history_[:, "valid_nll"]))

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import clone
-from sklearn.model_selection import StratifiedKFold
+from sklearn.model_selection import KFold, StratifiedKFold
 from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import (
     _check_method_params,
@@ -352,7 +352,8 @@ def check_partition(folds: Sequence[tuple], n_samples: int, cv=None) -> None:
 
 def inner_split(y: np.ndarray, random_state, n_splits: int = 5) -> list[tuple]:
     """A stratified, shuffled split of rows into ``n_splits`` parts, for maps fitted on all
-    parts but one (fewer parts when a class has fewer rows; none for a single row).
+    parts but one (fewer parts when a class has fewer rows; not stratified when no class
+    has two rows; none for a single row).
 
     Parameters
     ----------
@@ -370,6 +371,9 @@ def inner_split(y: np.ndarray, random_state, n_splits: int = 5) -> list[tuple]:
     if y.size < 2:
         return []
     counts = np.bincount(y)
+    if counts.max() < 2:  # a time-out's few held-out rows, one of each class
+        splitter = KFold(min(n_splits, y.size), shuffle=True, random_state=random_state)
+        return list(splitter.split(y))
     n_splits = int(max(2, min(n_splits, counts[counts > 0].min())))
     with warnings.catch_warnings():  # a class of fewer rows than parts: scikit-learn warns
         warnings.simplefilter("ignore", UserWarning)

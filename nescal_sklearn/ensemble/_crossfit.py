@@ -1,18 +1,22 @@
 """``CrossFitClassifier``: members cross-fitted on the same folds, weighted and calibrated
 out of fold.
 
-Every row trains and every row calibrates. The fold layer (:func:`~nescal_sklearn.calibration.cross_fit`,
-:func:`~nescal_sklearn.calibration.out_of_fold_logits`) fits the members; the greedy
-selection (:func:`greedy_ensemble_weights`) weighs them; the calibration room chooses and
-fits one map on the weighted ensemble's out-of-fold logits
-(:func:`~nescal_sklearn.calibration.select_calibration`).
+Every row trains and every row calibrates. :func:`~._schedule.fit_in_stages` fits the
+members fold by fold within the time budget (:mod:`._budget`); their out-of-fold logits
+(:func:`~nescal_sklearn.calibration.out_of_fold_logits`) are weighed by the greedy
+selection (:func:`greedy_ensemble_weights`), and the calibration room chooses and fits one
+map on the weighted ensemble's out-of-fold logits
+(:func:`~nescal_sklearn.calibration.select_calibration`). With ``refit=True`` each member
+is refitted on all rows as its fold models trained (:mod:`._refit`).
 """
 
 from __future__ import annotations
 
 import numbers
-import time
+import os
 import warnings
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -46,22 +50,73 @@ from ..calibration import (
     validated_sample_weight,
 )
 from ..metrics.logits import weighted_nll
+from ._budget import CLOCK, FIT_SHARE, REFIT_FIT_SHARE, TimeBudget
 from ._greedy import greedy_ensemble_weights
 from ._members import checked_labels, member_fit_params, relative_weights
 from ._refit import refit_on_all_rows
-from ._schedule import FIT_SHARE, fit_in_stages
+from ._schedule import StagedFits, fit_in_stages, reissue
 from ._splits import make_folds
 
 __all__ = ["CrossFitClassifier"]
-
-#: With ``refit=True`` and a ``time_limit``, the share of the time limit that the
-#: cross-fitting may take; the refits take what is left of :data:`FIT_SHARE`.
-REFIT_FIT_SHARE = 0.65
 
 
 def _applies(name: str, n_classes: int) -> bool:
     kind = CALIBRATIONS[name][1]
     return kind == "any" or (kind == "binary") == (n_classes == 2)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Prepared:
+    """What :meth:`CrossFitClassifier.fit` fits on, checked: the members, the rows,
+    labels and weights, each member's ``fit`` parameters, the candidate maps, the folds,
+    a seed per fold (None without ``random_state``) and the generator that drew them."""
+
+    names: list[str]
+    members: list
+    X: Any
+    y: np.ndarray
+    classes: np.ndarray
+    y_encoded: np.ndarray
+    sample_weight: np.ndarray | None
+    fit_params: list[dict]
+    candidates: list[str]
+    folds: list[tuple[np.ndarray, np.ndarray]]
+    seeds: list[int] | None
+    rng: np.random.RandomState
+
+
+@dataclass(frozen=True)
+class _OutOfFold:
+    """The rows that weigh the members and choose the map: every row, or after a
+    time-out the held-out rows of the finished folds (``rows``, sorted), re-indexed so
+    that the test parts of ``parts`` index ``X``."""
+
+    X: Any
+    y: np.ndarray
+    w: np.ndarray | None
+    parts: list[tuple[np.ndarray, np.ndarray]]
+    rows: np.ndarray | None = None
+
+    def on_all_rows(self, values: np.ndarray, n_rows: int) -> np.ndarray:
+        """``values`` of these rows on all ``n_rows`` training rows (NaN on the others)."""
+        if self.rows is None:
+            return values
+        out = np.full((n_rows, values.shape[1]), np.nan)
+        out[self.rows] = values
+        return out
+
+
+def _out_of_fold(staged: StagedFits, data: _Prepared) -> _OutOfFold:
+    """The out-of-fold rows of the folds ``staged`` finished."""
+    if not staged.timed_out:
+        return _OutOfFold(
+            data.X, data.y_encoded, data.sample_weight, [data.folds[f] for f in staged.folds]
+        )
+    rows = np.sort(np.concatenate([data.folds[f][1] for f in staged.folds]))
+    none = np.empty(0, dtype=np.intp)  # the fold models are fitted already
+    parts = [(none, np.searchsorted(rows, data.folds[f][1])) for f in staged.folds]
+    w = None if data.sample_weight is None else data.sample_weight[rows]
+    return _OutOfFold(_safe_indexing(data.X, rows), data.y_encoded[rows], w, parts, rows)
 
 
 class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, BaseEstimator):
@@ -125,13 +180,20 @@ default="auto"
         Its held-out figures (``oof_proba_``, ``calibration_scores_``) are the
         cross-fitted model's.
     time_limit : float or None, default=None
-        Wall-clock seconds for the whole fit. The member fits take up to 90 % of it;
-        a member whose ``fit`` can stop on time (a ``max_time`` parameter, as
-        ``NeSCalClassifier`` has) gets its share of the time left, and no fit starts
-        after the deadline (a fit that cannot stop on time, such as gradient boosting's,
-        and starts just before it, ends after it). When the time runs out before every fold is fitted, the
-        model is the ensemble of the folds that finished, weighted and calibrated on
-        their held-out rows, and ``fit`` warns (``timed_out_``). None: no limit.
+        Wall-clock seconds for the whole fit, counted from the start of ``fit`` (the
+        checks of the data and the start of joblib's workers count). The member fits
+        take up to 90 % of it (65 % with ``refit=True``, whose refits take the next
+        25 %). A member whose ``fit`` can stop on time (a ``time_limit`` parameter, as
+        ``NeSCalClassifier`` has) gets the smaller of its own limit and its share of the
+        time left; a fit whose share is too small (under a millisecond) or that would
+        start after the deadline is not started, and counts as timed out (a fit that
+        cannot stop on time, such as gradient boosting's, and starts just before the
+        deadline, ends after it). Every member's first fold and every refit run
+        whatever the time, so ``fit`` never fails for lack of it: the model is the
+        ensemble of the folds that finished, weighted and calibrated on their held-out
+        rows, and ``fit`` warns when folds were left out (``timed_out_``). The clock is
+        this machine's: the member fits must run on it (loky's or a local dask
+        cluster's workers). None: no limit.
     random_state : int, RandomState instance or None, default=None
         Seeds the folds, the inner cross-validation of the map, and every member's
         ``random_state`` (a different seed per fold).
@@ -323,12 +385,56 @@ default="auto"
         ------
         ValueError
             When a class has no row in some fold's training part, a fold no positive
-            weight, or ``cv`` does not split the rows into a partition.
+            weight, or ``cv`` does not split the rows into a partition; when
+            ``time_limit`` leaves one held-out row (a ``cv`` of one-row test parts).
         TypeError
             When ``sample_weight`` is given and a member cannot take it.
         """
-        start = time.time()
+        start = CLOCK()  # the time budget counts every step from here
         self._validate_params()
+        data = self._prepare(X, y, sample_weight, groups)
+        staged = fit_in_stages(
+            data.members,
+            data.names,
+            data.X,
+            data.y,
+            data.folds,
+            fit_params=data.fit_params,
+            seeds=[None] * len(data.folds) if data.seeds is None else data.seeds,
+            n_jobs=self.n_jobs,
+            budget=TimeBudget.of_fit(
+                start, self.time_limit, REFIT_FIT_SHARE if self.refit else FIT_SHARE
+            ),
+            screen=self._screen(data) if self.prune else None,
+            verbose=self.verbose,
+        )
+        oof = _out_of_fold(staged, data)
+        if oof.y.size < 2:
+            raise ValueError(
+                f"time_limit={self.time_limit} s ran out after {len(staged.folds)} of "
+                f"{len(data.folds)} folds, whose one held-out row cannot weigh the members "
+                "and choose a map; pass a longer time_limit, or a cv of larger test parts."
+            )
+        self._weigh_and_calibrate(staged, data, oof)
+        self._set_fitted(staged, data)
+        if self.refit:
+            budget = TimeBudget.of_fit(start, self.time_limit, FIT_SHARE, needed=True)
+            self.refitted_ = self._refit(data, budget)
+            self.estimators_ = None
+        if staged.timed_out:
+            warnings.warn(
+                f"CrossFitClassifier: time_limit={self.time_limit} s ran out after "
+                f"{len(staged.folds)} of {len(data.folds)} folds; the model is the ensemble "
+                f"of those folds, weighted and calibrated on their {oof.y.size} held-out "
+                f"rows (oof_proba_ is NaN on the other {data.y_encoded.size - oof.y.size}). "
+                "Pass a longer time_limit for every fold.",
+                UserWarning,
+                stacklevel=2,
+            )
+        return self
+
+    def _prepare(self, X, y, sample_weight, groups) -> _Prepared:
+        """The checked members, rows, labels, weights and folds, and the fold seeds."""
         names, members = self._checked_members()
         X, y = validate_data(self, X, y, skip_check_array=True)
         y = checked_labels(y)
@@ -352,89 +458,62 @@ default="auto"
             if self.random_state is None
             else [int(s) for s in rng.randint(2**31 - 1, size=len(folds))]
         )
-        staged = fit_in_stages(
-            members,
-            names,
-            X,
-            y,
-            folds,
+        return _Prepared(
+            names=names,
+            members=members,
+            X=X,
+            y=y,
+            classes=classes,
+            y_encoded=y_encoded,
+            sample_weight=sample_weight,
             fit_params=fit_params,
-            seeds=[None] * len(folds) if seeds is None else seeds,
-            n_jobs=self.n_jobs,
-            time_limit=self.time_limit,
-            fit_share=REFIT_FIT_SHARE if self.refit else FIT_SHARE,
-            screen=self._screen(X, folds[0][1], classes, y_encoded, sample_weight)
-            if self.prune
-            else None,
-            verbose=self.verbose,
+            candidates=candidates,
+            folds=folds,
+            seeds=seeds,
+            rng=rng,
         )
-        if not staged.folds:
-            raise ValueError(
-                f"time_limit={self.time_limit} s ran out before every member was fitted on "
-                "one fold; pass a longer time_limit, or fewer or faster members."
-            )
+
+    def _weigh_and_calibrate(self, staged: StagedFits, data: _Prepared, oof: _OutOfFold):
+        """The members' greedy weights and the map, chosen and fitted on the out-of-fold
+        rows ``oof``: ``weights_``, ``calibration_``, ``calibration_scores_``,
+        ``calibrator_``, ``oof_proba_`` and ``member_oof_nll_``."""
         kept = [m for m, is_kept in enumerate(staged.kept) if is_kept]
         fitted = [[staged.models[f][m] for m in kept] for f in staged.folds]
-        rows = np.concatenate([folds[f][1] for f in staged.folds])
-        if staged.timed_out:  # the out-of-fold rows are those of the finished folds
-            rows = np.sort(rows)
-            none = np.empty(0, dtype=np.intp)  # the fold models are fitted already
-            parts = [(none, np.searchsorted(rows, folds[f][1])) for f in staged.folds]
-            X_oof, y_oof = _safe_indexing(X, rows), y_encoded[rows]
-            w_oof = None if sample_weight is None else sample_weight[rows]
-        else:
-            parts = [folds[f] for f in staged.folds]
-            X_oof, y_oof, w_oof = X, y_encoded, sample_weight
-        logits = out_of_fold_logits(fitted, X_oof, parts, classes)
+        logits = out_of_fold_logits(fitted, oof.X, oof.parts, data.classes)
         probas = [softmax(z, axis=1) for z in logits]
-        weights = np.zeros(len(members))
-        weights[kept] = greedy_ensemble_weights(probas, y_oof, w_oof, self.ensemble_size)
+        weights = np.zeros(len(data.members))
+        weights[kept] = greedy_ensemble_weights(probas, oof.y, oof.w, self.ensemble_size)
         ensemble = log_probabilities(np.einsum("m,mnc->nc", weights[kept], np.stack(probas)))
         name, scores, held_out = select_calibration(
             ensemble,
-            y_oof,
-            candidates,
-            sample_weight=w_oof,
-            random_state=rng.randint(2**31 - 1),
+            oof.y,
+            data.candidates,
+            sample_weight=oof.w,
+            random_state=data.rng.randint(2**31 - 1),
             rule="lowest" if self.calibration == "lowest" else "one_se",
         )
-        self.classes_ = classes
-        self.estimators_ = [
-            [staged.models[f][m] if staged.kept[m] else None for m in range(len(members))]
-            for f in staged.folds
-        ]
-        self.folds_ = [folds[f][1] for f in staged.folds]
         self.weights_ = weights
         self.calibration_ = name
         self.calibration_scores_ = scores
-        self.calibrator_ = fit_calibration(name, ensemble, y_oof, w_oof)
-        self.oof_proba_ = held_out
-        if staged.timed_out:
-            self.oof_proba_ = np.full((y_encoded.size, classes.size), np.nan)
-            self.oof_proba_[rows] = held_out
+        self.calibrator_ = fit_calibration(name, ensemble, oof.y, oof.w)
+        self.oof_proba_ = oof.on_all_rows(held_out, data.y_encoded.size)
         self.member_oof_nll_ = {
-            names[m]: weighted_nll(log_softmax(z, axis=1), y_oof, w_oof)
+            data.names[m]: weighted_nll(log_softmax(z, axis=1), oof.y, oof.w)
             for m, z in zip(kept, logits, strict=True)
         }
+
+    def _set_fitted(self, staged: StagedFits, data: _Prepared) -> None:
+        """The fitted attributes of the cross-fitting itself."""
+        self.classes_ = data.classes
+        self.estimators_ = [
+            [staged.models[f][m] if staged.kept[m] else None for m in range(len(data.members))]
+            for f in staged.folds
+        ]
+        self.folds_ = [data.folds[f][1] for f in staged.folds]
         self.dropped_ = staged.dropped
         self.fit_seconds_ = staged.seconds
         self.timed_out_ = staged.timed_out
         self.refitted_ = None
-        if self.refit:
-            deadline = None if self.time_limit is None else start + FIT_SHARE * self.time_limit
-            self.refitted_ = self._refit(X, y, fit_params, seeds, deadline)
-            self.estimators_ = None
-        if staged.timed_out:
-            warnings.warn(
-                f"CrossFitClassifier: time_limit={self.time_limit} s ran out after "
-                f"{len(staged.folds)} of {len(folds)} folds; the model is the ensemble of "
-                f"those folds, weighted and calibrated on their {rows.size} held-out rows "
-                f"(oof_proba_ is NaN on the other {y_encoded.size - rows.size}). Pass a "
-                "longer time_limit for every fold.",
-                UserWarning,
-                stacklevel=2,
-            )
-        return self
 
     def _member_params(self, names, members, sample_weight, groups) -> list[dict]:
         """Each member's ``fit`` parameters: routed when scikit-learn's metadata routing
@@ -480,41 +559,44 @@ default="auto"
             )
         return router
 
-    def _screen(self, X, test, classes, y_encoded, sample_weight):
+    def _screen(self, data: _Prepared):
         """The screening of :func:`fit_in_stages`: the members' greedy weights on the
-        first fold's held-out rows ``test``."""
+        first fold's held-out rows."""
+        test = data.folds[0][1]
 
         def weights(models: list) -> np.ndarray:
-            X_test = _safe_indexing(X, test)
+            X_test = _safe_indexing(data.X, test)
             probas = [
-                softmax(estimator_logits(model, X_test, classes.size)[0], axis=1)
+                softmax(estimator_logits(model, X_test, data.classes.size)[0], axis=1)
                 for model in models
             ]
-            w = None if sample_weight is None else sample_weight[test]
-            return greedy_ensemble_weights(probas, y_encoded[test], w, self.ensemble_size)
+            w = None if data.sample_weight is None else data.sample_weight[test]
+            return greedy_ensemble_weights(probas, data.y_encoded[test], w, self.ensemble_size)
 
         return weights
 
-    def _refit(self, X, y, fit_params, seeds, deadline) -> list:
+    def _refit(self, data: _Prepared, budget: TimeBudget | None) -> list:
         """Each member of positive weight refitted on all rows (:func:`refit_on_all_rows`),
         in parallel; None for the others."""
         used = np.flatnonzero(self.weights_ > 0)
-        members = [estimator for _, estimator in self.estimators]
-        seed = None if seeds is None else seeds[0]
+        seed = None if data.seeds is None else data.seeds[0]
         jobs = Parallel(n_jobs=self.n_jobs)(
             delayed(refit_on_all_rows)(
-                members[m],
+                data.members[m],
                 [models[m] for models in self.estimators_],
-                X,
-                y,
-                fit_params[m],
-                seed,
-                deadline,
+                data.X,
+                data.y,
+                name=data.names[m],
+                fit_params=data.fit_params[m],
+                seed=seed,
+                budget=budget,
+                parent=os.getpid(),
             )
             for m in used
         )
-        refitted = [None] * len(members)
-        for m, (model, _) in zip(used, jobs, strict=True):
+        refitted, registry = [None] * len(data.members), {}
+        for m, (model, _, kept) in zip(used, jobs, strict=True):
+            reissue(kept, registry)
             refitted[m] = model
         return refitted
 

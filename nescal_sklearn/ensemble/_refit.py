@@ -2,27 +2,40 @@
 
 A cross-fitted ensemble serves ``K`` models per member. :func:`refit_on_all_rows` trains
 one model per member instead, on every row, for as long as its fold models trained out
-of fold (AutoGluon's ``refit_full``): a ``NeSCalClassifier`` for the mean of its fold
-models' best epochs (its warm-up, when the penalty trained the epochs kept, for the mean
-of theirs), scikit-learn's gradient boosting for the mean of their iterations, without
-early stopping; any other member as it is.
+of fold (AutoGluon's ``refit_full``). Each member answers for its own refit: a member
+with a ``refit_params(fold_models)`` method (``NeSCalClassifier``) gives the parameters
+itself; :data:`REFIT_ADAPTERS` answers for scikit-learn's gradient boosting (the mean of
+its fold models' iterations, without early stopping); any other member is refitted as
+it is.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import numpy as np
 from sklearn.base import clone
 from sklearn.ensemble import HistGradientBoostingClassifier
+from sklearn.utils.validation import _num_samples
 
-from ..estimator import NeSCalClassifier
+from ..exceptions import ParameterError
+from ._budget import TimeBudget
+from ._schedule import kept_warnings
 
-__all__ = ["refit_on_all_rows", "refit_params"]
+__all__ = ["REFIT_ADAPTERS", "refit_on_all_rows", "refit_params"]
 
 
-def _mean_int(values) -> int:
-    return max(1, int(round(float(np.mean(values)))))
+def _hgb_refit_params(fold_models: list) -> dict:
+    iterations = np.mean([model.n_iter_ for model in fold_models])
+    return {"early_stopping": False, "max_iter": max(1, int(round(float(iterations))))}
+
+
+#: ``refit_params`` for estimators that have no such method: class -> function of the
+#: fold models.
+REFIT_ADAPTERS: dict[type, Callable[[list], dict]] = {
+    HistGradientBoostingClassifier: _hgb_refit_params,
+}
 
 
 def refit_params(member, fold_models: list) -> dict:
@@ -38,39 +51,62 @@ def refit_params(member, fold_models: list) -> dict:
     Returns
     -------
     dict
-        For ``set_params``; empty for a member of another kind.
+        For ``set_params``: the member's own ``refit_params(fold_models)``, or its
+        adapter's in :data:`REFIT_ADAPTERS`; empty for a member of another kind.
     """
-    if isinstance(member, NeSCalClassifier):
-        epochs = [m.best_epoch_ or m.n_epochs_ for m in fold_models]
-        params = {"early_stopping": False, "max_epochs": _mean_int(epochs), "max_time": None}
-        first = fold_models[0]
-        if first.loss_.uses_neighbours:
-            graphs = [m.graph_epoch_ for m in fold_models]
-            penalised = [m.penalty_status_ == "penalised" for m in fold_models]
-            if sum(penalised) * 2 > len(fold_models):  # most fold models kept a penalised epoch
-                warmup = _mean_int([g - 1 for g, p in zip(graphs, penalised, strict=True) if p])
-                loss = clone(first.loss_).set_params(warmup=min(warmup, params["max_epochs"] - 1))
-                params["loss"] = loss
-            else:  # the epochs kept were the warm-up's: the base loss trained them
-                params["loss"] = first.loss_.base()
-        return params
-    if isinstance(member, HistGradientBoostingClassifier):
-        return {"early_stopping": False, "max_iter": _mean_int([m.n_iter_ for m in fold_models])}
+    if hasattr(member, "refit_params"):
+        return member.refit_params(fold_models)
+    for kind, adapter in REFIT_ADAPTERS.items():
+        if isinstance(member, kind):
+            return adapter(fold_models)
     return {}
 
 
-def refit_on_all_rows(member, fold_models: list, X, y, fit_params: dict, seed, deadline):
-    """``member`` refitted on all rows under :func:`refit_params`; ``(model, seconds)``.
+def refit_on_all_rows(
+    member,
+    fold_models: list,
+    X,
+    y,
+    *,
+    name: str,
+    fit_params: dict,
+    seed,
+    budget: TimeBudget | None,
+    parent: int,
+):
+    """``member`` refitted on all rows under :func:`refit_params`; ``(model, seconds,
+    warnings kept in a worker)`` (:func:`~._schedule.kept_warnings`).
 
-    With a ``deadline`` (``time.time()``), a member with a ``max_time`` parameter gets the
-    time left to it.
+    With a ``budget`` (one the model ``needed``: a refit always starts), a member that
+    stops on time gets the time left to its deadline (:meth:`TimeBudget.started`). An error of the refit says that it is the refit of
+    member ``name`` (:func:`_refit_error`).
     """
     estimator = clone(member).set_params(**refit_params(member, fold_models))
     if seed is not None:
         names = [n for n in estimator.get_params() if n.split("__")[-1] == "random_state"]
         estimator.set_params(**dict.fromkeys(names, seed))
-    if deadline is not None and "max_time" in estimator.get_params(deep=False):
-        estimator.set_params(max_time=max(deadline - time.time(), 1e-3))
-    start = time.perf_counter()
-    model = estimator.fit(X, y, **fit_params)
-    return model, time.perf_counter() - start
+    with kept_warnings(parent) as kept:
+        if budget is not None:
+            estimator = budget.started(estimator)
+        start = time.perf_counter()
+        try:
+            model = estimator.fit(X, y, **fit_params)
+        except Exception as exc:
+            raise _refit_error(exc, name, _num_samples(X)) from exc
+    return model, time.perf_counter() - start, kept
+
+
+def _refit_error(exc: Exception, name: str, n_rows: int) -> Exception:
+    """``exc``, raised by the refit of member ``name``, with a message that says so: of
+    the same class where one can be made from a message (a :class:`ParameterError`
+    names the member's parameter, ``<name>__<param>``), a ``RuntimeError`` otherwise."""
+    message = (
+        f"refit=True: refitting member {name!r} on all {n_rows} rows failed, after its fold "
+        f"models were fitted: {exc}"
+    )
+    if isinstance(exc, ParameterError):
+        return type(exc)(f"{name}__{exc.param}", message)
+    try:
+        return type(exc)(message)
+    except Exception:
+        return RuntimeError(message)

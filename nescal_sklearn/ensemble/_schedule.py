@@ -7,33 +7,34 @@
    of weight 0 is dropped: it is never fitted on the other folds.
 2. **The other folds of the members kept**, fold by fold.
 
-With a ``time_limit``, every fit starts only before the deadline, and a member whose
-``fit`` can stop on time (a ``max_time`` parameter, as :class:`NeSCalClassifier` has) gets
-its share of the time left: the time left divided by the rounds of fits still to come on
-the ``n_jobs`` workers. A member that cannot (scikit-learn's gradient boosting) is timed on
-the first fold, and its later folds are counted against the time left. The folds whose
-every kept member finished are the folds of the ensemble; the rest are dropped.
+With a :class:`~._budget.TimeBudget` (whose module states the rules), the first fold's
+fits always run and the later ones start only before the deadline; a member that can
+stop on time (:func:`~._budget.stops_on_time`) gets its share of the time left: the time
+left divided by the rounds of such fits still to come on the ``n_jobs`` workers. A
+member that cannot (scikit-learn's gradient boosting) is timed on the first fold, and its
+later folds are counted against the time left. The folds whose every kept member
+finished are the folds of the ensemble; the rest are dropped. The warnings of fits in
+worker processes are re-issued in the caller (:func:`kept_warnings`).
 """
 
 from __future__ import annotations
 
 import math
+import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
-from sklearn.base import clone
 
 from ..calibration import fit_on_fold
+from ._budget import TimeBudget, stops_on_time
 
-__all__ = ["StagedFits", "fit_in_stages"]
-
-#: Share of the time limit the member fits may use; the rest is left for the out-of-fold
-#: predictions, the weights and the choice of the map.
-FIT_SHARE = 0.9
+__all__ = ["StagedFits", "fit_in_stages", "kept_warnings", "reissue"]
 
 
 @dataclass
@@ -52,8 +53,6 @@ class StagedFits:
         Per member: fitted on every fold of ``folds``.
     dropped : dict of str to str
         Member name -> why it was not fitted past the first fold.
-    screening_weights : ndarray or None
-        The members' weights on the first fold's held-out rows (None without screening).
     timed_out : bool
         Whether the time limit left folds or members out.
     """
@@ -63,45 +62,62 @@ class StagedFits:
     folds: list[int] = field(default_factory=list)
     kept: list[bool] = field(default_factory=list)
     dropped: dict[str, str] = field(default_factory=dict)
-    screening_weights: np.ndarray | None = None
     timed_out: bool = False
 
 
-def _timed_fit(estimator, X, y, train, test, fit_params, seed, deadline, timed_deadline, rounds):
-    """Fit one member on one fold, unless the deadline has passed; ``(model, seconds)``.
+@contextmanager
+def kept_warnings(parent: int) -> Iterator[list]:
+    """Keep the warnings raised inside, when the code runs in a process other than
+    ``parent`` (a joblib worker, whose warnings would stay there): the list it yields
+    then holds them, for the parent to :func:`reissue`. In ``parent`` (no joblib, or
+    threads) the warnings go straight to the user, and the list stays empty."""
+    kept: list = []
+    if os.getpid() == parent:
+        yield kept
+        return
+    with warnings.catch_warnings(record=True) as records:
+        warnings.simplefilter("always")
+        yield kept
+    kept.extend((str(r.message), r.category, r.filename, r.lineno) for r in records)
 
-    A member with a ``max_time`` parameter gets the time to ``timed_deadline`` divided by
-    ``rounds``, the rounds of such fits from this one's to the last (``time.time()``: the
-    same clock in every worker process). Asked when the fit starts, the share takes up
-    what earlier fits left or overran.
+
+def reissue(kept: list, registry: dict) -> None:
+    """Raise again, in this process, the warnings :func:`kept_warnings` kept in a worker,
+    at the place they were raised; ``registry`` shows each once, as Python's default
+    filter does for warnings raised here."""
+    for message, category, filename, lineno in kept:
+        warnings.warn_explicit(message, category, filename, lineno, registry=registry)
+
+
+def _timed_fit(
+    estimator, X, y, fold, *, fit_params: dict, seed, budget: TimeBudget | None, parent: int
+):
+    """Fit one member on one ``(train, test)`` fold, unless ``budget`` has no time left
+    for it; ``(model, seconds, warnings kept in a worker)``.
+
+    The budget is asked when the fit starts (:meth:`TimeBudget.started`), on the clock
+    every worker process of this machine shares, so that a worker's start-up counts.
     """
-    if deadline is not None:
-        now = time.time()
-        if now >= deadline:
-            return None, np.nan
-        if rounds is not None:
-            share = max(min((timed_deadline - now) / rounds, deadline - now), 0.0)
-            estimator = clone(estimator).set_params(max_time=share)
-    start = time.perf_counter()
-    model = fit_on_fold(estimator, X, y, train, test, fit_params=fit_params, seed=seed)
-    return model, time.perf_counter() - start
-
-
-def _stops_on_time(estimator) -> bool:
-    return "max_time" in estimator.get_params(deep=False)
+    with kept_warnings(parent) as kept:
+        if budget is not None:
+            estimator = budget.started(estimator)
+            if estimator is None:
+                return None, np.nan, kept
+        start = time.perf_counter()
+        model = fit_on_fold(estimator, X, y, *fold, fit_params=fit_params, seed=seed)
+    return model, time.perf_counter() - start, kept
 
 
 class _Progress:
     """One line per finished fit on stdout: which, how long, and the time to go."""
 
-    def __init__(self, owner: str, names: Sequence[str], n_folds: int, verbose: int):
-        self.owner, self.names, self.n_folds = owner, names, n_folds
-        self.verbose = verbose
+    def __init__(self, names: Sequence[str], n_folds: int, verbose: int):
+        self.names, self.n_folds, self.verbose = names, n_folds, verbose
         self.start = time.perf_counter()
 
     def say(self, message: str) -> None:
         if self.verbose:
-            print(f"[{self.owner}] {message}", file=sys.stdout, flush=True)
+            print(f"[CrossFitClassifier] {message}", file=sys.stdout, flush=True)
 
     def fitted(self, fold: int, member: int, seconds: float, done: int, left: float, total):
         if np.isnan(seconds):
@@ -123,13 +139,11 @@ def fit_in_stages(
     fit_params: Sequence[dict],
     seeds: Sequence[int | None],
     n_jobs: int | None = None,
-    time_limit: float | None = None,
-    fit_share: float = FIT_SHARE,
+    budget: TimeBudget | None = None,
     screen: Callable[[list], np.ndarray] | None = None,
     verbose: int = 0,
-    owner: str = "CrossFitClassifier",
 ) -> StagedFits:
-    """Fit every member on every fold, the first fold first, within ``time_limit``.
+    """Fit every member on every fold, the first fold first, within ``budget``.
 
     Parameters
     ----------
@@ -146,78 +160,63 @@ def fit_in_stages(
         Per fold, the seed of every ``random_state`` of the fold's clones.
     n_jobs : int or None, default=None
         Parallel fits through joblib.
-    time_limit : float or None, default=None
-        Seconds for the caller's whole fit, from this call on. None: no limit.
-    fit_share : float, default=:data:`FIT_SHARE`
-        The share of ``time_limit`` these fits may take; the caller keeps the rest for
-        what follows.
+    budget : TimeBudget or None, default=None
+        The deadline of these fits (:class:`~._budget.TimeBudget`). None: no limit.
     screen : callable or None, default=None
         Given the first fold's models (one per member), the members' weights on that
         fold's held-out rows; members of weight 0 are dropped. None keeps every member.
     verbose : int, default=0
         Print a line per finished fit (members, folds, elapsed and estimated time).
-    owner : str, default="CrossFitClassifier"
-        The name the progress lines start with.
 
     Returns
     -------
     StagedFits
     """
     n_folds, n_members = len(folds), len(members)
-    models: list[list] = [[None] * n_members for _ in range(n_folds)]
-    seconds = np.full((n_folds, n_members), np.nan)
-    start = time.time()
-    deadline = None if time_limit is None else start + fit_share * time_limit
+    result = StagedFits(
+        [[None] * n_members for _ in range(n_folds)], np.full((n_folds, n_members), np.nan)
+    )
     workers = max(1, min(effective_n_jobs(n_jobs), n_folds * n_members))
-    timed = [_stops_on_time(member) for member in members]
-    progress = _Progress(owner, names, n_folds, verbose)
+    timed = [stops_on_time(member) for member in members]
+    progress = _Progress(names, n_folds, verbose)
+    keep = [True] * n_members
     total = n_folds * n_members
 
+    registry: dict = {}
+
     def run(jobs: list[tuple[int, int]], later: list[tuple[int, int]]) -> None:
-        timed_deadline, rounds = _plan([jobs, later], timed, seconds, deadline, workers)
+        budgets = _plan([jobs, later], timed, result.seconds, budget, workers)
         tasks = (
             delayed(_timed_fit)(
                 members[m],
                 X,
                 y,
-                *folds[f],
-                fit_params[m],
-                seeds[f],
-                deadline,
-                timed_deadline,
-                rounds[i],
+                folds[f],
+                fit_params=fit_params[m],
+                seed=seeds[f],
+                budget=b,
+                parent=os.getpid(),
             )
-            for i, (f, m) in enumerate(jobs)
+            for (f, m), b in zip(jobs, budgets, strict=True)
         )
         results = Parallel(n_jobs=n_jobs, return_as="generator")(tasks)
-        for (f, m), (model, took) in zip(jobs, results, strict=True):
-            models[f][m], seconds[f, m] = model, took
-            done = int(np.sum(~np.isnan(seconds)))
-            progress.fitted(f, m, took, done, _time_to_go(seconds, keep, workers), total)
+        for (f, m), (model, took, kept) in zip(jobs, results, strict=True):
+            reissue(kept, registry)
+            result.models[f][m], result.seconds[f, m] = model, took
+            done = int(np.sum(~np.isnan(result.seconds)))
+            left = _time_to_go(result.seconds, keep, workers)
+            progress.fitted(f, m, took, done, left, total)
 
-    keep = [True] * n_members
     later = [(f, m) for f in range(1, n_folds) for m in range(n_members)]
     run([(0, m) for m in range(n_members)], later)
-    result = StagedFits(models, seconds)
-    if screen is not None and n_members > 1 and all(model is not None for model in models[0]):
-        result.screening_weights = np.asarray(screen(models[0]), dtype=float)
-        for m, weight in enumerate(result.screening_weights):
-            if weight <= 0:
-                keep[m] = False
-                result.dropped[names[m]] = (
-                    "weight 0 in the greedy selection on the first fold's held-out rows"
-                )
-        progress.say(
-            "first fold's weights: "
-            + ", ".join(
-                f"{n} {w:.2f}" for n, w in zip(names, result.screening_weights, strict=True)
-            )
-            + ("; dropping " + ", ".join(result.dropped) if result.dropped else "")
-        )
+    first = result.models[0]
+    if screen is not None and n_members > 1 and all(model is not None for model in first):
+        _drop(result, names, keep, np.asarray(screen(first), dtype=float), progress)
     total = n_members + (n_folds - 1) * sum(keep)
     run([(f, m) for f, m in later if keep[m]], [])
     result.kept = keep
-    result.folds = [f for f in range(n_folds) if all(models[f][m] is not None for m in _on(keep))]
+    kept = _on(keep)
+    result.folds = [f for f in range(n_folds) if all(result.models[f][m] is not None for m in kept)]
     result.timed_out = len(result.folds) < n_folds
     if result.timed_out:
         progress.say(
@@ -226,13 +225,29 @@ def fit_in_stages(
     return result
 
 
+def _drop(result: StagedFits, names, keep: list[bool], weights: np.ndarray, progress) -> None:
+    """Drop the members of weight 0 on the first fold (``keep``, ``result.dropped``)."""
+    for m, weight in enumerate(weights):
+        if weight <= 0:
+            keep[m] = False
+            result.dropped[names[m]] = (
+                "weight 0 in the greedy selection on the first fold's held-out rows"
+            )
+    progress.say(
+        "first fold's weights: "
+        + ", ".join(f"{n} {w:.2f}" for n, w in zip(names, weights, strict=True))
+        + ("; dropping " + ", ".join(result.dropped) if result.dropped else "")
+    )
+
+
 def _on(keep: Sequence[bool]) -> list[int]:
     return [m for m, kept in enumerate(keep) if kept]
 
 
-def _plan(stages, timed, seconds, deadline, workers) -> tuple[float | None, list]:
-    """The deadline of the timed fits, and for each job of the first of ``stages`` the
-    rounds of timed fits from its own to the last (None for an untimed job).
+def _plan(stages, timed, seconds, budget: TimeBudget | None, workers) -> list:
+    """For each job of the first of ``stages``, its budget: the deadline of the timed
+    fits, the rounds of timed fits from its own to the last, and whether the model needs
+    it (the first fold; None without a budget).
 
     The timed fits end before the deadline less the untimed members' expected time
     (their mean fit so far, per fit still to run, spread over the workers). Timed fits
@@ -240,23 +255,24 @@ def _plan(stages, timed, seconds, deadline, workers) -> tuple[float | None, list
     in each stage.
     """
     jobs = stages[0]
-    if deadline is None:
-        return None, [None] * len(jobs)
+    if budget is None:
+        return [None] * len(jobs)
     untimed = sum(
         np.nanmean(seconds[:, m]) if np.any(~np.isnan(seconds[:, m])) else 0.0
         for stage in stages
         for _, m in stage
         if not timed[m]
     )
+    timed_deadline = budget.deadline - untimed / workers
     per_stage = [math.ceil(sum(timed[m] for _, m in stage) / workers) for stage in stages]
-    rounds, position = [], 0
-    for _, m in jobs:
-        if not timed[m]:
-            rounds.append(None)
-            continue
-        rounds.append(per_stage[0] - position // workers + sum(per_stage[1:]))
-        position += 1
-    return deadline - untimed / workers, rounds
+    budgets, position = [], 0
+    for f, m in jobs:
+        rounds = None
+        if timed[m]:
+            rounds = per_stage[0] - position // workers + sum(per_stage[1:])
+            position += 1
+        budgets.append(budget.planned(timed_deadline, rounds, needed=f == 0))
+    return budgets
 
 
 def _time_to_go(seconds: np.ndarray, keep: Sequence[bool], workers: int) -> float:

@@ -300,16 +300,16 @@ class StopAfterPatience(Callback):
 
 
 class StopOnTime(Callback):
-    """End training when one more epoch would end after ``max_time`` seconds of training.
+    """End training when one more epoch would end after ``time_limit`` seconds of training.
 
     At the end of each epoch, the seconds since training began plus the longest epoch so
-    far are compared with ``max_time``; past it, training ends as
+    far are compared with ``time_limit``; past it, training ends as
     :class:`StopAfterPatience` ends it (:class:`StopTraining` after setting
     ``stopped_``), and the best-epoch keeper restores its epoch.
 
     Parameters
     ----------
-    max_time : float
+    time_limit : float
         Seconds of training.
 
     Attributes
@@ -318,8 +318,8 @@ class StopOnTime(Callback):
         Whether this callback ended training.
     """
 
-    def __init__(self, max_time: float) -> None:
-        self.max_time = max_time
+    def __init__(self, time_limit: float) -> None:
+        self.time_limit = time_limit
 
     def on_train_begin(self, net, **kwargs) -> None:
         self.stopped_ = False
@@ -331,7 +331,7 @@ class StopOnTime(Callback):
         now = time.perf_counter()
         self.longest_ = max(self.longest_, now - self.last_)
         self.last_ = now
-        if now - self.start_ + self.longest_ > self.max_time:
+        if now - self.start_ + self.longest_ > self.time_limit:
             self.stopped_ = True
             raise StopTraining  # skorch's way to end the loop; restores run after it
 

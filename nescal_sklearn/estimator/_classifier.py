@@ -16,7 +16,7 @@ from types import MappingProxyType
 import numpy as np
 import torch
 from scipy.special import softmax
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -145,13 +145,13 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         Stop once the criterion has not improved for ``patience`` epochs (counted from
         the end of NeSCal's warm-up); False: never stop early, train ``max_epochs`` and
         restore the best epoch. Recipe: False.
-    max_time : float or None, default=None
+    time_limit : float or None, default=None
         Wall-clock seconds the training may take: at the end of an epoch, training
         stops when one more epoch (as long as the longest so far) would end past it,
         and the best epoch is kept as after ``patience``; at least one epoch runs. A
         time budget (``CrossFitClassifier(time_limit=...)`` gives each member fit its
-        share); a fit it stops depends on the machine's speed, so it is not
-        reproducible elsewhere. None: no limit.
+        share, or this limit where it is smaller); a fit it stops depends on the
+        machine's speed, so it is not reproducible elsewhere. None: no limit.
     mixup : float, default=0.0
         When > 0, mixup with Beta(mixup, mixup) coefficients: inputs and targets of
         each batch are mixed with a random permutation of it.
@@ -225,7 +225,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
     n_epochs_ : int
         Epochs run.
     stopped_on_time_ : bool
-        Whether ``max_time`` ended the training.
+        Whether ``time_limit`` ended the training.
     best_epoch_ : int or None
         1-based epoch restored by early stopping (None without early stopping).
     graph_epoch_ : int or None
@@ -276,7 +276,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         "early_stopping": [None, StrOptions({"nll", "refinement"}), "boolean"],
         "validation_fraction": [None, Interval(numbers.Real, 0.0, 1.0, closed="neither")],
         "patience": [None, Interval(numbers.Integral, 1, None, closed="left"), "boolean"],
-        "max_time": [None, Interval(numbers.Real, 0.0, None, closed="neither")],
+        "time_limit": [None, Interval(numbers.Real, 0.0, None, closed="neither")],
         "mixup": [Interval(numbers.Real, 0.0, None, closed="left")],
         "class_weight": [None, dict, StrOptions({"balanced"})],
         "freeze": [None, list, tuple],
@@ -309,7 +309,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         early_stopping: str | bool | None = None,
         validation_fraction: float | None = None,
         patience: int | bool | None = None,
-        max_time: float | None = None,
+        time_limit: float | None = None,
         mixup: float = 0.0,
         class_weight: dict | str | None = None,
         freeze: Sequence[str] | None = None,
@@ -338,7 +338,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         self.early_stopping = early_stopping
         self.validation_fraction = validation_fraction
         self.patience = patience
-        self.max_time = max_time
+        self.time_limit = time_limit
         self.mixup = mixup
         self.class_weight = class_weight
         self.freeze = freeze
@@ -448,6 +448,60 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         0.001
         """
         return resolve_settings(self)
+
+    def refit_params(self, fold_models: Sequence[NeSCalClassifier]) -> dict:
+        """The parameters under which this estimator trains on all rows as its fold
+        models trained on theirs (``CrossFitClassifier(refit=True)``).
+
+        The refit trains for the mean of the fold models' best epochs (their epochs
+        run, where none was restored): without early stopping, without a time limit of
+        its own (the ensemble's budget still bounds it) and without ``max_row_epochs``,
+        whose cap the fold models' epochs already obeyed on their rows (on all rows it
+        would allow fewer). For NeSCal, when most fold models kept an epoch the penalty
+        trained, the warm-up is the mean of theirs (kept below the epochs); otherwise
+        the epochs kept were the warm-up's, and the base loss trains them.
+
+        Parameters
+        ----------
+        fold_models : sequence of NeSCalClassifier
+            This estimator fitted on each fold of a cross-fitting.
+
+        Returns
+        -------
+        dict
+            Parameters for ``set_params`` of a clone of this estimator.
+
+        Examples
+        --------
+        >>> from sklearn.base import clone
+        >>> from sklearn.datasets import load_iris
+        >>> from nescal_sklearn import NeSCalClassifier
+        >>> X, y = load_iris(return_X_y=True)
+        >>> net = NeSCalClassifier("ce", max_epochs=6, random_state=0)
+        >>> folds = [clone(net).fit(X[i::2], y[i::2]) for i in range(2)]
+        >>> [fold.best_epoch_ for fold in folds]
+        [6, 6]
+        >>> params = net.refit_params(folds)
+        >>> params["early_stopping"], params["max_epochs"]
+        (False, 6)
+        """
+        epochs = [m.best_epoch_ or m.n_epochs_ for m in fold_models]
+        params = {
+            "early_stopping": False,
+            "max_epochs": _mean_int(epochs),
+            "max_row_epochs": None,
+            "time_limit": None,
+        }
+        first = fold_models[0]
+        if first.loss_.uses_neighbours:
+            penalised = [m for m in fold_models if m.penalty_status_ == "penalised"]
+            if len(penalised) * 2 > len(fold_models):  # most kept a penalised epoch
+                warmup = _mean_int([m.graph_epoch_ - 1 for m in penalised])
+                warmup = min(warmup, params["max_epochs"] - 1)
+                params["loss"] = clone(first.loss_).set_params(warmup=warmup)
+            else:  # the epochs kept were the warm-up's: the base loss trained them
+                params["loss"] = first.loss_.base()
+        return params
 
     def _forget_fit(self) -> None:
         """Remove every fitted attribute (of an earlier fit): the estimator is unfitted."""
@@ -588,6 +642,11 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.non_deterministic = False
         return tags
+
+
+def _mean_int(values) -> int:
+    """The mean of ``values``, rounded, and at least 1."""
+    return max(1, int(round(float(np.mean(values)))))
 
 
 def _plain_mapping(mapping: Mapping) -> dict:

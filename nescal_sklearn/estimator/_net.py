@@ -121,8 +121,8 @@ def make_net(
             callbacks["stop_after_patience"] = StopAfterPatience(
                 settings.patience, keeper, after_warmup=plan is not None
             )
-    if settings.max_time is not None:
-        callbacks["stop_on_time"] = StopOnTime(settings.max_time)
+    if settings.time_limit is not None:
+        callbacks["stop_on_time"] = StopOnTime(settings.time_limit)
     if frozen is not None and settings.unfreeze_at is not None:
         callbacks["unfreeze"] = Unfreeze(settings.unfreeze_at, settings.unfreeze_lr)
     if settings.lr_schedule != "constant":

@@ -119,7 +119,7 @@ batch_size, lr, weight_decay, validation_fraction
     early_stopping : {"nll", "refinement"} or False
         The stopping criterion (True is ``"nll"``), or False.
     patience : int or False
-    max_time : float or None
+    time_limit : float or None
         The parameter as given.
     module, embedding_layer, categorical_features, mixup, class_weight, n_threads, \
 device, random_state, verbose
@@ -152,7 +152,7 @@ device, random_state, verbose
     early_stopping: str | bool
     validation_fraction: float
     patience: int | bool
-    max_time: float | None
+    time_limit: float | None
     module: type[nn.Module] | nn.Module | None
     module_kwargs: Mapping[str, Any]
     categorical_features: ColumnLayout | Sequence[Sequence[int]] | None
@@ -302,7 +302,7 @@ def resolve_settings(estimator) -> FitSettings:
         loss=loss,
         loss_name=params["loss"] if isinstance(params["loss"], str) else None,
         **resolved,
-        max_time=params["max_time"],
+        time_limit=params["time_limit"],
         module=params["module"],
         module_kwargs=MappingProxyType(dict(params["module_kwargs"] or {})),
         categorical_features=params["categorical_features"],
