@@ -488,23 +488,22 @@ def _check_methods(config: BenchmarkConfig) -> None:
             try:
                 method.kind.check(estimator)
             except ParameterError as exc:
-                raise ConfigError(*_blame(i, method, point, config, estimator, exc)) from None
+                raise ConfigError(*_blame(i, method, point, config, exc)) from None
             except (ValueError, TypeError) as exc:  # not the library's: the method
                 raise ConfigError(f"methods[{i}]", str(exc)) from None
 
 
-def _blame(i, method: MethodSpec, point: dict, config, estimator, exc: ParameterError):
+def _blame(i, method: MethodSpec, point: dict, config, exc: ParameterError):
     """``(key, message)``: the configuration key to change for ``exc`` (where its
-    parameter ``exc.param`` is set) and the message; a warm-up after the last epoch also
-    says where ``max_epochs`` comes from."""
-    where, message = _locate(i, method, point, config, exc.param), str(exc)
-    if exc.param == "loss__warmup":
-        from nescal_sklearn.estimator import get_recipe
-
-        epochs = estimator.max_epochs or get_recipe(estimator.recipe).params["max_epochs"]
-        source = _locate(i, method, point, config, "max_epochs")
-        message = message.replace(f"max_epochs={epochs}", f"max_epochs={epochs} ({source})", 1)
-    return (f"methods[{i}]" if where.startswith("recipe") else where), message
+    parameter ``exc.param`` is set) and the message: the library's, then where each
+    parameter it compares with (``exc.context``, ``max_epochs`` for a warm-up after the
+    last epoch) comes from."""
+    where = _locate(i, method, point, config, exc.param)
+    sources = [
+        f" {name}={value!r} comes from {_locate(i, method, point, config, name)}."
+        for name, value in exc.context.items()
+    ]
+    return (f"methods[{i}]" if where.startswith("recipe") else where), str(exc) + "".join(sources)
 
 
 def _is_control(config: BenchmarkConfig, method: MethodSpec) -> bool:

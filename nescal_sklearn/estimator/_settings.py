@@ -182,6 +182,8 @@ device, random_state, verbose
                     f"max_row_epochs={self.max_row_epochs} leaves for {n_train} training "
                     "rows: the neighbour graph would never be built. Pass a shorter "
                     "warmup, a fraction in [0, 1), or a larger max_row_epochs.",
+                    value=loss.warmup,
+                    context={"max_row_epochs": self.max_row_epochs},
                 )
         return replace(self, batch_size=batch_size, max_epochs=max_epochs)
 
@@ -266,7 +268,7 @@ def _check_constraints(estimator, params: Mapping[str, Any]) -> None:
                 {name: constraints[name]}, {name: value}, caller_name=type(estimator).__name__
             )
         except SklearnInvalidParameterError as exc:
-            raise InvalidParameterError(name, str(exc)) from None
+            raise InvalidParameterError(name, str(exc), value=value) from None
 
 
 def _checked_hidden_sizes(sizes) -> tuple[int, ...]:
@@ -334,5 +336,7 @@ def _resolved_loss(given: str | TrainingLoss, recipe: str, max_epochs: int) -> T
                 f"after the last of max_epochs={max_epochs}: the neighbour graph would "
                 "never be built. Pass a shorter warmup, a fraction in [0, 1), or more "
                 "max_epochs.",
+                value=loss.warmup,
+                context={"max_epochs": max_epochs},
             )
     return loss
