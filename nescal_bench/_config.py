@@ -38,7 +38,16 @@ from nescal_sklearn.exceptions import ParameterError
 
 from ._base import ConfigError, ConfigWarning, Name, check_name, parse, show
 from ._conditions import Condition, parse_conditions
-from ._methods import FIT_ON, METHOD_KINDS, ClassifierMethod, LossMethod, MethodSpec, trusted
+from ._methods import (
+    FIT_ON,
+    FROM_METHOD,
+    METHOD_KINDS,
+    ClassifierMethod,
+    LossMethod,
+    MethodSpec,
+    from_method,
+    trusted,
+)
 from ._registry import CALIBRATORS, METRICS
 from ._sources import (
     SKLEARN_DATASETS,
@@ -623,6 +632,7 @@ def validate_config(
     if check_files:
         check_output_path(output, file.data_dir)
     methods = [_method(i, entry, check_params, imports) for i, entry in enumerate(file.methods)]
+    _check_sources(methods)
     if check_params:
         for i, spec in enumerate(file.calibrators):
             _check_calibrator(f"calibrators[{i}]", spec)
@@ -660,6 +670,32 @@ def validate_config(
                 stacklevel=2,
             )
     return replace(config, report=_report(config, file.report, check_params))
+
+
+def _check_sources(methods: list[MethodSpec]) -> None:
+    """Every ``{"from_method": NAME}`` value is a fixed parameter of a method without a
+    grid and names another method of the configuration, one that follows none itself."""
+    names = [m.name for m in methods]
+    follows = {m.name for m in methods if any(map(from_method, m.params.values()))}
+    for i, method in enumerate(methods):
+        for param, values in method.grid.items():
+            if any(map(from_method, values)):
+                raise ConfigError(
+                    f"methods[{i}].grid.{param}", f"{FROM_METHOD} is not a grid value"
+                )
+        for param, value in method.params.items():
+            name, path = from_method(value), f"methods[{i}].params.{param}"
+            if name is None:
+                continue
+            if name == method.name or name not in names:
+                others = [n for n in names if n != method.name]
+                raise ConfigError(
+                    path, f"expected the name of another method, one of {others}, got {show(name)}"
+                )
+            if name in follows:
+                raise ConfigError(path, f"method {name!r} follows another method's records itself")
+            if method.grid:
+                raise ConfigError(path, f"a method with a grid cannot take {FROM_METHOD} values")
 
 
 def _check_calibrator(path: str, spec: CalibratorSpec) -> None:

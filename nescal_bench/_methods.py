@@ -36,6 +36,26 @@ from ._base import ConfigError, show
 #: the method's own output).
 FIT_ON = ("train", "train+validation")
 
+#: The key of a parameter value that the runner takes from another method's records, per
+#: dataset and seed: ``{"from_method": NAME}`` is the fit seconds of method ``NAME``
+#: (``run.fit_seconds``), e.g. AutoGluon's ``time_limit`` at the recommended model's time.
+FROM_METHOD = "from_method"
+
+
+def from_method(value: Any) -> str | None:
+    """The method that a parameter value ``{"from_method": NAME}`` names; None for any
+    other value.
+
+    Examples
+    --------
+    >>> from_method({"from_method": "rec"}), from_method(60.0)
+    ('rec', None)
+    """
+    if isinstance(value, Mapping) and set(value) == {FROM_METHOD}:
+        return value[FROM_METHOD]
+    return None
+
+
 #: Estimator parameters that the runner sets (seeds, verbosity, the loss itself).
 RUNNER_PARAMS = ("random_state", "verbose", "loss")
 
@@ -264,7 +284,8 @@ class MethodKind:
     def check(self, estimator) -> None:
         """The estimator's own checks without data: scikit-learn's parameter constraints,
         one parameter at a time, so that the error (a
-        :class:`~nescal_sklearn.exceptions.ParameterError`) names the parameter."""
+        :class:`~nescal_sklearn.exceptions.ParameterError`) names the parameter; a value
+        that follows another method's records (:func:`from_method`) is the runner's."""
         from sklearn.utils._param_validation import (
             InvalidParameterError,
             validate_parameter_constraints,
@@ -272,6 +293,8 @@ class MethodKind:
 
         constraints = getattr(estimator, "_parameter_constraints", {})
         for name, value in estimator.get_params(deep=False).items():
+            if from_method(value) is not None:  # the runner resolves it (a number)
+                continue
             try:
                 validate_parameter_constraints(
                     constraints, {name: value}, caller_name=type(estimator).__name__

@@ -25,8 +25,9 @@ from typing import Any
 
 import numpy as np
 
+from ._base import RunError
 from ._config import BenchmarkConfig, Budget, CalibratorSpec, Splits
-from ._methods import MethodSpec, keyed, stated_params
+from ._methods import MethodSpec, from_method, keyed, stated_params
 from ._records import RECORD_FORMAT, identity_differences, record_key
 from ._sources import DataContext, DatasetSource
 
@@ -296,3 +297,48 @@ def stale_records(plan: Plan, records: dict[str, dict], where: str) -> list[str]
     for text, members in sorted(groups.items(), key=lambda item: -len(item[1])):
         lines.append(f"  {len(members)}: {text}")
     return lines
+
+
+def follows_records(task: FitTask) -> bool:
+    """Whether a parameter of ``task`` follows another method's records
+    (``{"from_method": NAME}``, see :func:`resolve`)."""
+    return any(from_method(value) is not None for value in task.estimator_params.values())
+
+
+def resolve(task: FitTask, plan: Plan, records: dict[str, dict]) -> FitTask:
+    """``task`` with each parameter ``{"from_method": NAME}`` replaced by the fit seconds
+    (``run.fit_seconds``) of method ``NAME``'s record on the same dataset and seed, at that
+    method's chosen grid point; the record then holds the seconds in its ``params``.
+
+    Raises
+    ------
+    RunError
+        When ``records`` hold no such record (the method has not run, or failed).
+    """
+    from sklearn.base import clone
+
+    resolved = {}
+    for param, value in task.estimator_params.items():
+        name = from_method(value)
+        if name is None:
+            continue
+        source = next(m for m in plan.config.methods if m.name == name)
+        choice = select_point(plan.config, plan.index, task.dataset.name, source, records)
+        key = (
+            None
+            if choice is None
+            else plan.index.key(task.dataset.name, name, choice[0], task.seed)
+        )
+        if key not in records:
+            raise RunError(
+                f"{param}={value!r} takes the fit seconds of method {name!r} on dataset "
+                f"{task.dataset.name!r}, seed {task.seed}, and this run has no record of that "
+                f"fit (not run, or failed): run {name!r} there first"
+            )
+        resolved[param] = float(records[key]["run"]["fit_seconds"])
+    if not resolved:
+        return task
+    estimator = clone(task.estimator).set_params(**resolved)
+    return replace(
+        task, estimator=estimator, estimator_params={**task.estimator_params, **resolved}
+    )
