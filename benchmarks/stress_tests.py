@@ -35,12 +35,11 @@ import pandas as pd
 
 from nescal_bench import (
     average_ranks,
-    load_config,
     paired_comparison,
     results_frame,
     unit_table,
 )
-from nescal_bench.studies import markdown_table, median, run_configs
+from nescal_bench.studies import load_study_config, markdown_table, median, run_configs
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "benchmarks" / "configs" / "stress_tests.json"
@@ -261,7 +260,8 @@ def draw(frame, means, families, stages, out: Path) -> list[Path]:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    configs = [load_config(path) for path in (args.config or [CONFIG])]
+    # --no-run reads the records alone: no data, no anchor imported
+    configs = [load_study_config(p, run=not args.no_run) for p in args.config or [CONFIG]]
     if not args.no_run:
         run_configs(configs, jobs=args.jobs)
     outputs = [config.output for config in configs]

@@ -476,7 +476,8 @@ class MethodSpec:
     ``targets`` maps each configuration name to the estimator parameter it sets
     (``n_neighbors`` -> ``loss__n_neighbors``); it is None for a configuration read
     without the library's checks (a saved run's, read by the report, or a foreign import
-    left to ``run``), which cannot build estimators.
+    left to ``run``): a loss method's then cannot give its estimator parameters, a
+    classifier's are its configuration's names (what its checks would map them to).
 
     Examples
     --------
@@ -509,13 +510,13 @@ class MethodSpec:
     def estimator_params(self, point: Mapping[str, Any], budget: Mapping[str, Any]) -> dict:
         """Estimator parameters of ``point``: the ``budget``'s (when the kind uses it), then
         the fixed parameters and the point, keyed by estimator names."""
-        if self.targets is None:
+        if self.targets is None and self.kind.uses_budget:
             raise RuntimeError(
                 f"method {self.name!r} was read without the library's checks (a saved run's "
                 "configuration); validate it with check_params=True to build estimators"
             )
-        merged = {**self.params, **point}
-        params = {self.targets.get(name, name): value for name, value in sorted(merged.items())}
+        merged, targets = {**self.params, **point}, self.targets or {}
+        params = {targets.get(name, name): value for name, value in sorted(merged.items())}
         return {**budget, **params} if self.kind.uses_budget else params
 
     def build(self, point: Mapping[str, Any], budget: Mapping[str, Any], seed: int):

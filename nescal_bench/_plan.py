@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
+from itertools import product
 from typing import Any
 
 import numpy as np
@@ -229,6 +230,21 @@ def build_plan(config: BenchmarkConfig, offline: bool = False) -> Plan:
     for task in plan.tasks():
         index.add(task)
     return plan
+
+
+def fit_index(config: BenchmarkConfig) -> FitIndex:
+    """The key of every fit ``config`` plans (the index of :func:`build_plan`), found
+    without building an estimator or reading data: what reading its records needs, so a
+    report from stored records needs neither the data nor an anchor's package."""
+    index = FitIndex()
+    for dataset, method in product(config.datasets, config.methods):
+        points = method.points()
+        seeds = [*(config.search_seeds if len(points) > 1 else ()), *config.confirm_seeds]
+        for point, seed in product(points, seeds):
+            params = config.estimator_params(method, point)
+            key = record_key(fit_identity(config, dataset, method, params, seed))
+            index.entries[(dataset.name, method.name, _point_id(point), seed)] = key
+    return index
 
 
 def select_point(
