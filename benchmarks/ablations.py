@@ -176,6 +176,7 @@ def main(argv=None) -> int:
             quick,
             args.out / "results",
             _fixed_warmup,
+            run=not args.no_run,  # --no-run: the records alone, no data, no anchor imported
         )
         for f in args.factors
     }

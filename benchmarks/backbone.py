@@ -203,7 +203,10 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     quick, folder = QUICK if args.quick else None, ROOT / "benchmarks" / "configs"
     configs = {
-        name: load_study_config(folder / f"{name}.json", quick, args.out / "results" / name, _quick)
+        # --no-run: the records alone, no data, no anchor imported
+        name: load_study_config(
+            folder / f"{name}.json", quick, args.out / "results" / name, _quick, not args.no_run
+        )
         for name in args.runs
     }
     if not args.no_run:

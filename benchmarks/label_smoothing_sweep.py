@@ -259,9 +259,10 @@ def draw(rows, references, datasets, epsilons, figures: Path) -> list[Path]:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    from nescal_bench import load_config, load_results
+    from nescal_bench import load_results
+    from nescal_bench.studies import load_study_config
 
-    config = load_config(args.config)
+    config = load_study_config(args.config, run=not args.no_run)  # --no-run: no data needed
     output = Path(config.output)
     if not args.no_run:
         run_configs([config], jobs=args.jobs)

@@ -97,13 +97,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def load(name: str, quick: bool, out: Path):
-    """The validated config (made a smoke run with ``quick``)."""
+def load(name: str, quick: bool, out: Path, run: bool = True):
+    """The validated config (made a smoke run with ``quick``; for its records alone, without
+    the data or an anchor's package, unless ``run``)."""
     from nescal_bench.studies import load_study_config
 
     # its output, but for a smoke run, relative to the repository root (the working directory)
     path = CONFIGS / f"{name}.json"
-    return load_study_config(path, QUICK if quick else None, out / "results", _quick_methods)
+    return load_study_config(path, QUICK if quick else None, out / "results", _quick_methods, run)
 
 
 def _quick_methods(data: dict) -> None:
@@ -254,7 +255,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     args.out = args.out.resolve()
     os.chdir(ROOT)  # the configs' outputs are relative to the repository root
-    config = load(args.config, args.quick, args.out)
+    config = load(args.config, args.quick, args.out, run=not args.no_run)
     if not args.no_run:
         run_benchmark(config, jobs=args.jobs, resume=True, report=False)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -35,12 +35,11 @@ import pandas as pd
 
 from nescal_bench import (
     average_ranks,
-    load_config,
     paired_comparison,
     results_frame,
     unit_table,
 )
-from nescal_bench.studies import markdown_table, median, run_configs
+from nescal_bench.studies import load_study_config, markdown_table, median, run_configs
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "benchmarks" / "configs" / "stress_tests.json"
@@ -58,17 +57,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def seed_means(frame):
-    """The seed-mean value of every (stage, metric, dataset) row and (method, condition)
-    column: one pivot, which :func:`complete` slices."""
-    return frame.pivot_table(
-        index=["stage", "metric", "dataset"], columns=["method", "condition"], values="value"
-    )
-
-
 def complete(means, methods, conditions, stage: str, metric: str):
     """Seed means (datasets × (method, condition), ``conditions`` of every method) on the
-    datasets where every method has every condition."""
+    datasets where every method has every condition (``means``: the seed-mean value of
+    every (stage, metric, dataset) row and (method, condition) column)."""
     columns = pd.MultiIndex.from_product([methods, conditions])
     try:
         table = means.loc[(stage, metric)]
@@ -120,33 +112,25 @@ def family_tables(frame, means, families, stages) -> list[str]:
     return lines
 
 
-def summary_table(frame, families, stages) -> list[str]:
+def summary_table(means, methods, families, stages) -> list[str]:
     """Every method over all corruptions: the median over datasets of the mean over every
-    corruption condition a dataset has (the same ones for every method)."""
+    corruption condition a dataset has (the (dataset, condition) pairs every method has)."""
     names = [c for members in families.values() for c in members]
     if not names:
         return []
-    methods = sorted(frame["method"].unique())
     rows = []
     for method in methods:
         for stage, label in stages:
             cells = []
             for metric in SHIFT_METRICS:
-                per: dict[str, dict] = {}
-                for unit, value in (
-                    unit_table(frame, ["clean", *names], stage, metric).dropna()[method].items()
-                ):
-                    dataset, condition = unit.split(", ", 1)
-                    per.setdefault(dataset, {})[condition] = value
-                pairs = [
-                    (d.pop("clean"), np.mean(list(d.values())))
-                    for d in per.values()
-                    if "clean" in d and len(d) > 1
-                ]
-                cells += [
-                    _fmt(median(p[0] for p in pairs), metric),
-                    _fmt(median(p[1] for p in pairs), metric),
-                ]
+                table = means.loc[(stage, metric)].reindex(
+                    columns=pd.MultiIndex.from_product([methods, ["clean", *names]])
+                )
+                every = table.notna().T.groupby(level=1).all().T  # (dataset, condition) pairs
+                per = table[method].where(every)
+                clean, corrupted = per.pop("clean"), per.mean(axis=1)
+                keep = clean.notna() & corrupted.notna()
+                cells += [_fmt(median(clean[keep]), metric), _fmt(median(corrupted[keep]), metric)]
             rows.append([method, label, *cells])
     columns = [f"{m} {w}" for m in SHIFT_METRICS for w in ("clean", "corrupted")]
     header = ["method", "stage", *columns]
@@ -276,7 +260,8 @@ def draw(frame, means, families, stages, out: Path) -> list[Path]:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    configs = [load_config(path) for path in (args.config or [CONFIG])]
+    # --no-run reads the records alone: no data, no anchor imported
+    configs = [load_study_config(p, run=not args.no_run) for p in args.config or [CONFIG]]
     if not args.no_run:
         run_configs(configs, jobs=args.jobs)
     outputs = [config.output for config in configs]
@@ -292,7 +277,10 @@ def main(argv=None) -> int:
         if hasattr(condition, "family"):
             families.setdefault(condition.family, []).append(name)
     ood = [n for n, c in frame.attrs["conditions"].items() if "auroc" in c.metrics]
-    means = seed_means(frame)
+    # the seed-mean value of every (stage, metric, dataset) and (method, condition)
+    means = frame.pivot_table(
+        index=["stage", "metric", "dataset"], columns=["method", "condition"], values="value"
+    )
     out = args.out or Path(configs[0].output) / "stress_tests"
     out.mkdir(parents=True, exist_ok=True)
     lines = [
@@ -302,7 +290,7 @@ def main(argv=None) -> int:
         f"{frame.attrs['seeds']}; TS = `temperature` fitted on the clean validation rows.",
         "",
         *family_tables(frame, means, families, stages),
-        *summary_table(frame, families, stages),
+        *summary_table(means, sorted(frame["method"].unique()), families, stages),
         *ood_tables(frame, means, ood, stages),
         *statistics_tables(frame, families, ood, stages, args.reference),
     ]

@@ -27,6 +27,7 @@ if _missing := [name for name in ("pandas", "pydantic", "filelock") if find_spec
 #: one per line (fmt: skip).
 _MODULES: dict[str, tuple[str, ...]] = {
     "_adapters": ("LightGBMClassifier", "ProbmetricsCalibrator"),
+    "_autogluon": ("AutoGluonClassifier",),
     "_base": ("BenchmarkWarning", "ConfigError", "ConfigWarning", "RunError"),
     "_compare": ("CompareError", "calibrators_markdown", "compare_markdown", "plot_comparison"),
     "_conditions": ("CLEAN", "Condition", "GaussianNoise", "MissingEntries", "OODCondition",

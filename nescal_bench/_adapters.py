@@ -28,20 +28,17 @@ from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-#: How to install the optional packages of the benchmark.
-INSTALL_HINT = 'pip install -e ".[bench]"'
 
-
-def _import(module: str, user: str):
+def _import(module: str, user: str, extra: str = "bench"):
     """``module``, or an ImportError saying that ``user`` needs its package and how to
-    install it."""
+    install it (with the project's ``extra``)."""
     package = module.split(".")[0]
     try:
         return importlib.import_module(module)
     except ImportError as exc:
         raise ImportError(
             f"{user} needs the {package} package, which is not installed ({exc}); install it "
-            f"with `pip install {package}` or with the benchmark extras, `{INSTALL_HINT}`"
+            f'with `pip install {package}` or with the benchmark extras, `pip install -e ".[{extra}]"`'
         ) from exc
 
 

@@ -38,7 +38,16 @@ from nescal_sklearn.exceptions import ParameterError
 
 from ._base import ConfigError, ConfigWarning, Name, check_name, parse, show
 from ._conditions import Condition, parse_conditions
-from ._methods import FIT_ON, METHOD_KINDS, ClassifierMethod, LossMethod, MethodSpec, trusted
+from ._methods import (
+    FIT_ON,
+    FROM_METHOD,
+    METHOD_KINDS,
+    ClassifierMethod,
+    LossMethod,
+    MethodSpec,
+    from_method,
+    trusted,
+)
 from ._registry import CALIBRATORS, METRICS
 from ._sources import (
     SKLEARN_DATASETS,
@@ -488,23 +497,22 @@ def _check_methods(config: BenchmarkConfig) -> None:
             try:
                 method.kind.check(estimator)
             except ParameterError as exc:
-                raise ConfigError(*_blame(i, method, point, config, estimator, exc)) from None
+                raise ConfigError(*_blame(i, method, point, config, exc)) from None
             except (ValueError, TypeError) as exc:  # not the library's: the method
                 raise ConfigError(f"methods[{i}]", str(exc)) from None
 
 
-def _blame(i, method: MethodSpec, point: dict, config, estimator, exc: ParameterError):
+def _blame(i, method: MethodSpec, point: dict, config, exc: ParameterError):
     """``(key, message)``: the configuration key to change for ``exc`` (where its
-    parameter ``exc.param`` is set) and the message; a warm-up after the last epoch also
-    says where ``max_epochs`` comes from."""
-    where, message = _locate(i, method, point, config, exc.param), str(exc)
-    if exc.param == "loss__warmup":
-        from nescal_sklearn.estimator import get_recipe
-
-        epochs = estimator.max_epochs or get_recipe(estimator.recipe).params["max_epochs"]
-        source = _locate(i, method, point, config, "max_epochs")
-        message = message.replace(f"max_epochs={epochs}", f"max_epochs={epochs} ({source})", 1)
-    return (f"methods[{i}]" if where.startswith("recipe") else where), message
+    parameter ``exc.param`` is set) and the message: the library's, then where each
+    parameter it compares with (``exc.context``, ``max_epochs`` for a warm-up after the
+    last epoch) comes from."""
+    where = _locate(i, method, point, config, exc.param)
+    sources = [
+        f" {name}={value!r} comes from {_locate(i, method, point, config, name)}."
+        for name, value in exc.context.items()
+    ]
+    return (f"methods[{i}]" if where.startswith("recipe") else where), str(exc) + "".join(sources)
 
 
 def _is_control(config: BenchmarkConfig, method: MethodSpec) -> bool:
@@ -624,9 +632,10 @@ def validate_config(
     if check_files:
         check_output_path(output, file.data_dir)
     methods = [_method(i, entry, check_params, imports) for i, entry in enumerate(file.methods)]
+    _check_sources(methods)
     if check_params:
         for i, spec in enumerate(file.calibrators):
-            _check_calibrator(f"calibrators[{i}]", spec)
+            _check_calibrator(f"calibrators[{i}]", spec, imports)
     gridded = any(len(m.points()) > 1 for m in methods)
     _check_recipe(file.recipe, tuple(methods), check_params)
     same = ("splits", "budget", "recipe", "selection", "data_dir", "description")
@@ -663,8 +672,35 @@ def validate_config(
     return replace(config, report=_report(config, file.report, check_params))
 
 
-def _check_calibrator(path: str, spec: CalibratorSpec) -> None:
-    """The calibrator's own parameter checks (and its optional package being installed)."""
+def _check_sources(methods: list[MethodSpec]) -> None:
+    """Every ``{"from_method": NAME}`` value is a fixed parameter of a method without a
+    grid and names another method of the configuration, one that follows none itself."""
+    names = [m.name for m in methods]
+    follows = {m.name for m in methods if any(map(from_method, m.params.values()))}
+    for i, method in enumerate(methods):
+        for param, values in method.grid.items():
+            if any(map(from_method, values)):
+                raise ConfigError(
+                    f"methods[{i}].grid.{param}", f"{FROM_METHOD} is not a grid value"
+                )
+        for param, value in method.params.items():
+            name, path = from_method(value), f"methods[{i}].params.{param}"
+            if name is None:
+                continue
+            if name == method.name or name not in names:
+                others = [n for n in names if n != method.name]
+                raise ConfigError(
+                    path, f"expected the name of another method, one of {others}, got {show(name)}"
+                )
+            if name in follows:
+                raise ConfigError(path, f"method {name!r} follows another method's records itself")
+            if method.grid:
+                raise ConfigError(path, f"a method with a grid cannot take {FROM_METHOD} values")
+
+
+def _check_calibrator(path: str, spec: CalibratorSpec, imports: bool = True) -> None:
+    """The calibrator's own parameter checks (and its optional package being installed;
+    without ``imports``, a calibrator whose package is missing is left to ``run``)."""
     from sklearn.frozen import FrozenEstimator
     from sklearn.linear_model import LogisticRegression
 
@@ -674,6 +710,8 @@ def _check_calibrator(path: str, spec: CalibratorSpec) -> None:
     try:
         getattr(cls, "check_dependencies", lambda: None)()  # an optional package installed?
     except ImportError as exc:
+        if not imports:
+            return
         raise ConfigError(path, str(exc)) from None
     calibrator = cls(FrozenEstimator(LogisticRegression()))
     for key, value in spec.params.items():

@@ -262,13 +262,18 @@ def run_fit(task: FitTask, parent_pid: int | None = None) -> dict:
     try:
         return {"ok": True, "record": execute_fit(task)}
     except Exception as exc:  # reported by the runner, retried by --resume
-        failure = {
-            "key": task.key,
-            "dataset": task.dataset.name,
-            "method": task.method.name,
-            "point": task.point,
-            "seed": task.seed,
-            "error": f"{type(exc).__name__}: {exc}",
-            "traceback": traceback.format_exc(),
-        }
-        return {"ok": False, "failure": failure}
+        return failed(task, exc)
+
+
+def failed(task: FitTask, exc: Exception) -> dict:
+    """``{"ok": False, "failure": ...}``: the failure note of ``task``, which raised ``exc``."""
+    failure = {
+        "key": task.key,
+        "dataset": task.dataset.name,
+        "method": task.method.name,
+        "point": task.point,
+        "seed": task.seed,
+        "error": f"{type(exc).__name__}: {exc}",
+        "traceback": "".join(traceback.format_exception(exc)),
+    }
+    return {"ok": False, "failure": failure}

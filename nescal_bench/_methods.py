@@ -36,6 +36,26 @@ from ._base import ConfigError, show
 #: the method's own output).
 FIT_ON = ("train", "train+validation")
 
+#: The key of a parameter value that the runner takes from another method's records, per
+#: dataset and seed: ``{"from_method": NAME}`` is the fit seconds of method ``NAME``
+#: (``run.fit_seconds``), e.g. AutoGluon's ``time_limit`` at the recommended model's time.
+FROM_METHOD = "from_method"
+
+
+def from_method(value: Any) -> str | None:
+    """The method that a parameter value ``{"from_method": NAME}`` names; None for any
+    other value.
+
+    Examples
+    --------
+    >>> from_method({"from_method": "rec"}), from_method(60.0)
+    ('rec', None)
+    """
+    if isinstance(value, Mapping) and set(value) == {FROM_METHOD}:
+        return value[FROM_METHOD]
+    return None
+
+
 #: Estimator parameters that the runner sets (seeds, verbosity, the loss itself).
 RUNNER_PARAMS = ("random_state", "verbose", "loss")
 
@@ -264,7 +284,8 @@ class MethodKind:
     def check(self, estimator) -> None:
         """The estimator's own checks without data: scikit-learn's parameter constraints,
         one parameter at a time, so that the error (a
-        :class:`~nescal_sklearn.exceptions.ParameterError`) names the parameter."""
+        :class:`~nescal_sklearn.exceptions.ParameterError`) names the parameter; a value
+        that follows another method's records (:func:`from_method`) is the runner's."""
         from sklearn.utils._param_validation import (
             InvalidParameterError,
             validate_parameter_constraints,
@@ -272,6 +293,8 @@ class MethodKind:
 
         constraints = getattr(estimator, "_parameter_constraints", {})
         for name, value in estimator.get_params(deep=False).items():
+            if from_method(value) is not None:  # the runner resolves it (a number)
+                continue
             try:
                 validate_parameter_constraints(
                     constraints, {name: value}, caller_name=type(estimator).__name__
@@ -453,7 +476,8 @@ class MethodSpec:
     ``targets`` maps each configuration name to the estimator parameter it sets
     (``n_neighbors`` -> ``loss__n_neighbors``); it is None for a configuration read
     without the library's checks (a saved run's, read by the report, or a foreign import
-    left to ``run``), which cannot build estimators.
+    left to ``run``): a loss method's then cannot give its estimator parameters, a
+    classifier's are its configuration's names (what its checks would map them to).
 
     Examples
     --------
@@ -486,13 +510,13 @@ class MethodSpec:
     def estimator_params(self, point: Mapping[str, Any], budget: Mapping[str, Any]) -> dict:
         """Estimator parameters of ``point``: the ``budget``'s (when the kind uses it), then
         the fixed parameters and the point, keyed by estimator names."""
-        if self.targets is None:
+        if self.targets is None and self.kind.uses_budget:
             raise RuntimeError(
                 f"method {self.name!r} was read without the library's checks (a saved run's "
                 "configuration); validate it with check_params=True to build estimators"
             )
-        merged = {**self.params, **point}
-        params = {self.targets.get(name, name): value for name, value in sorted(merged.items())}
+        merged, targets = {**self.params, **point}, self.targets or {}
+        params = {targets.get(name, name): value for name, value in sorted(merged.items())}
         return {**budget, **params} if self.kind.uses_budget else params
 
     def build(self, point: Mapping[str, Any], budget: Mapping[str, Any], seed: int):

@@ -21,12 +21,14 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
+from itertools import product
 from typing import Any
 
 import numpy as np
 
+from ._base import RunError
 from ._config import BenchmarkConfig, Budget, CalibratorSpec, Splits
-from ._methods import MethodSpec, keyed, stated_params
+from ._methods import MethodSpec, from_method, keyed, stated_params
 from ._records import RECORD_FORMAT, identity_differences, record_key
 from ._sources import DataContext, DatasetSource
 
@@ -230,6 +232,21 @@ def build_plan(config: BenchmarkConfig, offline: bool = False) -> Plan:
     return plan
 
 
+def fit_index(config: BenchmarkConfig) -> FitIndex:
+    """The key of every fit ``config`` plans (the index of :func:`build_plan`), found
+    without building an estimator or reading data: what reading its records needs, so a
+    report from stored records needs neither the data nor an anchor's package."""
+    index = FitIndex()
+    for dataset, method in product(config.datasets, config.methods):
+        points = method.points()
+        seeds = [*(config.search_seeds if len(points) > 1 else ()), *config.confirm_seeds]
+        for point, seed in product(points, seeds):
+            params = config.estimator_params(method, point)
+            key = record_key(fit_identity(config, dataset, method, params, seed))
+            index.entries[(dataset.name, method.name, _point_id(point), seed)] = key
+    return index
+
+
 def select_point(
     config: BenchmarkConfig,
     index: FitIndex,
@@ -296,3 +313,48 @@ def stale_records(plan: Plan, records: dict[str, dict], where: str) -> list[str]
     for text, members in sorted(groups.items(), key=lambda item: -len(item[1])):
         lines.append(f"  {len(members)}: {text}")
     return lines
+
+
+def follows_records(task: FitTask) -> bool:
+    """Whether a parameter of ``task`` follows another method's records
+    (``{"from_method": NAME}``, see :func:`resolve`)."""
+    return any(from_method(value) is not None for value in task.estimator_params.values())
+
+
+def resolve(task: FitTask, plan: Plan, records: dict[str, dict]) -> FitTask:
+    """``task`` with each parameter ``{"from_method": NAME}`` replaced by the fit seconds
+    (``run.fit_seconds``) of method ``NAME``'s record on the same dataset and seed, at that
+    method's chosen grid point; the record then holds the seconds in its ``params``.
+
+    Raises
+    ------
+    RunError
+        When ``records`` hold no such record (the method has not run, or failed).
+    """
+    from sklearn.base import clone
+
+    resolved = {}
+    for param, value in task.estimator_params.items():
+        name = from_method(value)
+        if name is None:
+            continue
+        source = next(m for m in plan.config.methods if m.name == name)
+        choice = select_point(plan.config, plan.index, task.dataset.name, source, records)
+        key = (
+            None
+            if choice is None
+            else plan.index.key(task.dataset.name, name, choice[0], task.seed)
+        )
+        if key not in records:
+            raise RunError(
+                f"{param}={value!r} takes the fit seconds of method {name!r} on dataset "
+                f"{task.dataset.name!r}, seed {task.seed}, and this run has no record of that "
+                f"fit (not run, or failed): run {name!r} there first"
+            )
+        resolved[param] = float(records[key]["run"]["fit_seconds"])
+    if not resolved:
+        return task
+    estimator = clone(task.estimator).set_params(**resolved)
+    return replace(
+        task, estimator=estimator, estimator_params={**task.estimator_params, **resolved}
+    )

@@ -34,7 +34,16 @@ import numpy as np
 
 from ._base import ConfigError, RunError
 from ._config import BenchmarkConfig, check_output_path
-from ._plan import FitTask, Plan, build_plan, expand_datasets, point_label, stale_records
+from ._plan import (
+    FitTask,
+    Plan,
+    build_plan,
+    expand_datasets,
+    follows_records,
+    point_label,
+    resolve,
+    stale_records,
+)
 from ._records import RecordStore, real_dir, write_atomic
 
 
@@ -305,6 +314,19 @@ class _Progress:
         self.bar.update(len(done))
         return [t for t in tasks if t.key not in self.records]
 
+    def resolved(self, tasks: list[FitTask]) -> list[FitTask]:
+        """``tasks`` with the parameters that follow other methods' records resolved
+        (:func:`~._plan.resolve`); a task whose record is missing fails here."""
+        from ._fit import failed
+
+        out = []
+        for task in tasks:
+            try:
+                out.append(resolve(task, self.plan, self.records))
+            except RunError as exc:
+                self.on_result(task, failed(task, exc))
+        return out
+
     def on_result(self, task: FitTask, result: dict) -> None:
         """Write the record (or the failure note) of a finished fit: only the runner writes."""
         item = result["record"] if result["ok"] else result["failure"]
@@ -484,11 +506,15 @@ def run_benchmark(
                 print(line, file=stream)
         state = _Progress(plan, store, records, summary, stream, progress)
         stack.callback(state.bar.close)
-        state.run(state.pending(plan.search + plan.confirm_fixed), jobs)
+        later = [t for t in plan.confirm_fixed if follows_records(t)]
+        first = [t for t in plan.search + plan.confirm_fixed if not follows_records(t)]
+        state.run(state.pending(first), jobs)
         confirm, missing = plan.confirm_tasks(records)
         already = {t.key for t in plan.search + plan.confirm_fixed}
         fresh = state.pending([t for t in confirm if t.key not in already])
         state.run(fresh, jobs)
+        # the methods whose parameters follow the records of those above (time_limit)
+        state.run(state.resolved(state.pending(later)), jobs)
         state.bar.close()
 
         summary.seconds = time.perf_counter() - start

@@ -20,10 +20,11 @@ from ._compare import _comparison, render, table
 from ._conditions import CLEAN
 from ._config import BenchmarkConfig, validate_config
 from ._figures import plot_changes
+from ._plan import expand_datasets, fit_index
 from ._records import RecordStore
 from ._registry import METRICS
 from ._results import RunResults
-from ._runner import plan_run, run_benchmark
+from ._runner import run_benchmark
 from ._stats import unit_table, wins_ties_losses
 
 __all__ = [
@@ -39,15 +40,20 @@ __all__ = [
 ]
 
 
-def load_study_config(path: Path, quick: dict | None = None, output: Path | None = None, edit=None):
+def load_study_config(
+    path: Path, quick: dict | None = None, output: Path | None = None, edit=None, run: bool = True
+):
     """The validated config at ``path``; with ``quick``, its keys replaced by those of
-    ``quick`` (a smoke run), its output moved to ``output`` and ``edit(data)`` applied."""
+    ``quick`` (a smoke run), its output moved to ``output`` and ``edit(data)`` applied.
+    ``run=False`` (a script's ``--no-run``) reads it for its stored records: without the
+    data's manifest, and leaving the packages of anchors that are not installed (pytabkit,
+    lightgbm, autogluon) unimported (:func:`~._config.validate_config`'s ``imports``)."""
     data = json.loads(Path(path).read_text())
     if quick is not None:
         data.update(copy.deepcopy(quick), output=str(output))
         if edit is not None:
             edit(data)
-    return validate_config(data, default_name=Path(path).stem)
+    return validate_config(data, default_name=Path(path).stem, check_files=run, imports=run)
 
 
 def markdown_table(columns: Sequence[str], rows: Sequence[Sequence]) -> str:
@@ -62,10 +68,10 @@ def run_configs(configs: Sequence[BenchmarkConfig], *, jobs: int = 1, report: bo
         run_benchmark(config, jobs=jobs, resume=resume, stream=sys.stderr, report=report)
 
 
-def config_records(config: BenchmarkConfig, plan=None) -> dict[str, dict]:
+def config_records(config: BenchmarkConfig, index=None) -> dict[str, dict]:
     """The records of ``config``'s own fits in its output folder (which other configs may
-    share), by key."""
-    planned = (plan or plan_run(config)).index.keys()
+    share), by key (``index``: its :func:`~._plan.fit_index`)."""
+    planned = (index or fit_index(expand_datasets(config, offline=True))).keys()
     return {
         k: r for k, r in RecordStore(Path(config.output)).load(move=False).items() if k in planned
     }
@@ -73,10 +79,11 @@ def config_records(config: BenchmarkConfig, plan=None) -> dict[str, dict]:
 
 def config_frame(config: BenchmarkConfig):
     """The results frame of ``config``'s own fits in its output folder: the records of its
-    plan, at its chosen grid points."""
-    plan = plan_run(config)
-    records = config_records(config, plan)
-    return RunResults(Path(config.output), plan.config, plan.index, records=records).frame()
+    plan, at its chosen grid points (no estimator built, no data read)."""
+    config = expand_datasets(config, offline=True)
+    index = fit_index(config)
+    records = config_records(config, index)
+    return RunResults(Path(config.output), config, index, records=records).frame()
 
 
 def versus(

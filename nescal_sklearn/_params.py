@@ -92,9 +92,9 @@ def check_int(
     if owner:
         message = f"{owner}: {message}"
     if not is_int(value):
-        raise ParameterTypeError(name, message)
+        raise ParameterTypeError(name, message, value=value)
     if low is not None and value < low:
-        raise ParameterError(name, message)
+        raise ParameterError(name, message, value=value)
     return int(value)
 
 

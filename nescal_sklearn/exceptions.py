@@ -8,6 +8,8 @@ raise these errors too; scikit-learn's ``NotFittedError`` and the scikit-learn-c
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
+from typing import Any
 
 __all__ = [
     "InvalidParameterError",  # noqa: F822 (resolved by __getattr__)
@@ -43,8 +45,9 @@ class ParameterError(NeSCalError, ValueError):
     ``NeSCalClassifier.check_params`` (and so ``fit``, before any data is read) raises
     it for every bad parameter. It is a ``ValueError``, so ``except ValueError`` still
     catches it, and it carries the parameter's name as ``get_params(deep=True)`` of the
-    object that raised it spells it, so a caller (a benchmark configuration, a grid
-    search) can point at the setting to change without reading the message.
+    object that raised it spells it, its value, and the other parameters its message
+    compares it with, so a caller (a benchmark configuration, a grid search) can point at
+    the settings to change without reading, or rewriting, the message.
 
     Parameters
     ----------
@@ -53,28 +56,54 @@ class ParameterError(NeSCalError, ValueError):
         ``"loss__warmup"``.
     message : str
         What is wrong, naming the parameter and the value.
+    value : object, default=None
+        The value of ``param`` that is wrong (None where the raiser does not give it).
+    context : mapping of str to object or None, default=None
+        The other parameters the message names, by name as ``param`` is spelt, with the
+        values it names: ``{"max_epochs": 3}`` for a warm-up that ends after the last
+        epoch.
+
+    Attributes
+    ----------
+    param, value : str, object
+        As given.
+    context : dict
+        As given (empty for None).
 
     Examples
     --------
     >>> from nescal_sklearn.exceptions import ParameterError
-    >>> error = ParameterError("max_epochs", "max_epochs must be >= 1; got 0.")
-    >>> error.param, isinstance(error, ValueError)
-    ('max_epochs', True)
-    >>> error.nested("loss").param
-    'loss__max_epochs'
+    >>> error = ParameterError(
+    ...     "warmup", "warmup=5 ends after max_epochs=3.", value=5, context={"max_epochs": 3}
+    ... )
+    >>> error.param, error.value, error.context, isinstance(error, ValueError)
+    ('warmup', 5, {'max_epochs': 3}, True)
+    >>> nested = error.nested("loss")
+    >>> nested.param, nested.value, nested.context, str(nested)
+    ('loss__warmup', 5, {'loss__max_epochs': 3}, 'warmup=5 ends after max_epochs=3.')
     """
 
-    def __init__(self, param: str, message: str):
+    def __init__(
+        self,
+        param: str,
+        message: str,
+        *,
+        value: Any = None,
+        context: Mapping[str, Any] | None = None,
+    ):
         super().__init__(message)
         self.param = param
+        self.value = value
+        self.context = dict(context or {})
 
     def nested(self, owner: str) -> ParameterError:
-        """The same error, for the parameter as the object that holds ``owner`` spells it
-        (``owner__param``)."""
-        return type(self)(f"{owner}__{self.param}", str(self))
+        """The same error, for the parameters as the object that holds ``owner`` spells
+        them (``owner__param``, and so each name of ``context``)."""
+        context = {f"{owner}__{name}": value for name, value in self.context.items()}
+        return type(self)(f"{owner}__{self.param}", str(self), value=self.value, context=context)
 
     def __reduce__(self):
-        return type(self), (self.param, str(self))
+        return type(self), (self.param, str(self)), {"value": self.value, "context": self.context}
 
 
 class ParameterTypeError(ParameterError, TypeError):

@@ -560,13 +560,6 @@ def test_saved_configs_are_read_without_the_librarys_checks():
         config.methods[0].build({}, config.budget, 0)
 
 
-WARMUP = (
-    "ends the warm-up at epoch {end}, after the last of max_epochs={epochs} ({where}): the "
-    "neighbour graph would never be built. Pass a shorter warmup, a fraction in [0, 1), or "
-    "more max_epochs."
-)
-
-
 @pytest.mark.parametrize(
     "changes, message",
     [
@@ -575,14 +568,14 @@ WARMUP = (
                 "methods": [{"loss": "nescal", "params": {"warmup": 50}}],
                 "budget": {"max_epochs": 2},
             },
-            "methods[0].params.warmup: loss__warmup=50 ends the warm-up at epoch 51, after the last of max_epochs=2 (budget.max_epochs): the neighbour graph would never be built. Pass a shorter warmup, a fraction in [0, 1), or more max_epochs.",
+            "methods[0].params.warmup: loss__warmup=50 ends the warm-up at epoch 51, after the last of max_epochs=2: the neighbour graph would never be built. Pass a shorter warmup, a fraction in [0, 1), or more max_epochs. max_epochs=2 comes from budget.max_epochs.",
         ),
         (
             {
                 "methods": [{"loss": "nescal", "params": {"loss__warmup": 3}}],
                 "budget": {"max_epochs": 3},
             },
-            "methods[0].params.loss__warmup: loss__warmup=3 ends the warm-up at epoch 4, after the last of max_epochs=3 (budget.max_epochs): the neighbour graph would never be built. Pass a shorter warmup, a fraction in [0, 1), or more max_epochs.",
+            "methods[0].params.loss__warmup: loss__warmup=3 ends the warm-up at epoch 4, after the last of max_epochs=3: the neighbour graph would never be built. Pass a shorter warmup, a fraction in [0, 1), or more max_epochs. max_epochs=3 comes from budget.max_epochs.",
         ),
         (
             {
@@ -590,18 +583,18 @@ WARMUP = (
                 "search_seeds": [1],
                 "budget": {"max_epochs": 4},
             },
-            "methods[0].grid.warmup[1]: loss__warmup=5 ends the warm-up at epoch 6, after the last of max_epochs=4 (budget.max_epochs): the neighbour graph would never be built. Pass a shorter warmup, a fraction in [0, 1), or more max_epochs.",
+            "methods[0].grid.warmup[1]: loss__warmup=5 ends the warm-up at epoch 6, after the last of max_epochs=4: the neighbour graph would never be built. Pass a shorter warmup, a fraction in [0, 1), or more max_epochs. max_epochs=4 comes from budget.max_epochs.",
         ),
         (
             {
                 "methods": [{"loss": "nescal", "params": {"warmup": 5, "max_epochs": 5}}],
                 "budget": {"max_epochs": 30},
             },
-            "methods[0].params.warmup: loss__warmup=5 ends the warm-up at epoch 6, after the last of max_epochs=5 (methods[0].params.max_epochs): the neighbour graph would never be built. Pass a shorter warmup, a fraction in [0, 1), or more max_epochs.",
+            "methods[0].params.warmup: loss__warmup=5 ends the warm-up at epoch 6, after the last of max_epochs=5: the neighbour graph would never be built. Pass a shorter warmup, a fraction in [0, 1), or more max_epochs. max_epochs=5 comes from methods[0].params.max_epochs.",
         ),
         (
             {"methods": [{"loss": "nescal", "params": {"warmup": 500}}]},
-            "methods[0].params.warmup: loss__warmup=500 ends the warm-up at epoch 501, after the last of max_epochs=256 (recipe '2026-12-04'): the neighbour graph would never be built. Pass a shorter warmup, a fraction in [0, 1), or more max_epochs.",
+            "methods[0].params.warmup: loss__warmup=500 ends the warm-up at epoch 501, after the last of max_epochs=256: the neighbour graph would never be built. Pass a shorter warmup, a fraction in [0, 1), or more max_epochs. max_epochs=256 comes from recipe '2026-12-04'.",
         ),
         (
             {"methods": [{"loss": "ce", "params": {"hidden_sizes": [0]}}]},

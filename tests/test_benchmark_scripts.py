@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -153,9 +152,9 @@ def test_member_cost_quick():
 
 @pytest.mark.skipif(not DATA.is_dir(), reason="the local dev suite ../shared/data is absent")
 def test_crossfit_cost_times_both_models(tmp_path):
-    dask = importlib.util.find_spec("distributed") is not None  # a dev extra's optional
+    # dask, from the dev extra (distributed): the backend the loky default does not cover
     args = ["--datasets", "wdbc", "--max-rows", "200", "--repeats", "1", "--recipe", "2026-12-04"]
-    out = run_script("benchmarks/crossfit_cost.py", *args, "--backend", "dask" if dask else "loky")
+    out = run_script("benchmarks/crossfit_cost.py", *args, "--backend", "dask")
     row = next(line for line in out.splitlines() if line.startswith("| wdbc |"))
     cells = [cell.strip() for cell in row.strip("|").split("|")]
     assert cells[1] == "160" and float(cells[2]) > 0 and float(cells[3]) > float(cells[2])

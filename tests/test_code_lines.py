@@ -1,11 +1,14 @@
-"""The lab stays a lab: at most 6,500 formatted code lines (issue 35; 7,219 at 8e13b82),
-counted on the code as the formatter writes it, so that only deleting code shrinks it."""
+"""The lab stays a lab (issue 42, re-scoped from issue 35's 6,500 for the whole lab): its
+infrastructure at most 4,500 formatted code lines (4,277 at b2ed419), each study script at
+most 250, counted on the code as the formatter writes it, so that only deleting code shrinks
+them. The scripts are capped one by one, not summed: each backs a docs page and is kept as a
+record; a table that is only a view of records is a ``nescal-bench compare`` call."""
 
 import ast
 import subprocess
 import sys
 
-from _code_lines import FMT_SKIP, LAB, ROOT, code_lines, files, formatted, lab
+from _code_lines import FMT_SKIP, LAB, ROOT, code_lines, files, formatted, infrastructure, scripts
 
 
 def test_the_counter_skips_docstrings_comments_and_blank_lines():
@@ -19,8 +22,22 @@ def test_the_counter_counts_folded_code_as_the_formatter_writes_it():
     assert [code_lines(s) for s in formatted([folded, wide])] == [1, 23]
 
 
-def test_the_lab_holds_at_most_6500_formatted_code_lines():
-    assert lab() <= 6500
+def test_the_lab_infrastructure_holds_at_most_4500_formatted_code_lines():
+    assert infrastructure() <= 4500
+
+
+#: Scripts over the cap, each held at its count until it is brought under: diagnostics.py
+#: reports five studies' findings that docs/diagnostics.md quotes, and no deletion that
+#: keeps every finding brings it under 250 (issue 42's closing note).
+OVER_THE_CAP = {"benchmarks/diagnostics.py": 352}
+
+
+def test_each_study_script_holds_at_most_250_formatted_code_lines():
+    each = scripts()
+    assert "benchmarks/oof_ensembles.py" in each  # the glob finds the scripts
+    over = {path: n for path, n in each.items() if n > OVER_THE_CAP.get(path, 250)}
+    assert over == {}
+    assert all(250 < each[path] for path in OVER_THE_CAP), "lower or drop its OVER_THE_CAP entry"
 
 
 def test_the_lab_is_formatted():
@@ -60,3 +77,30 @@ def test_no_estimator_module_holds_more_than_350_formatted_code_lines():
     counts = zip(paths, map(code_lines, formatted([p.read_text() for p in paths])), strict=True)
     over = {str(p.relative_to(ROOT)): n for p, n in counts if n > 350}
     assert not over, over
+
+
+#: What a home-made file lock is built from; the lab takes its lock from ``filelock``.
+LOCK_PARTS = {"fcntl": "fcntl", "msvcrt": "msvcrt", "O_EXCL": "an O_EXCL lock file"}
+
+
+def home_made_locks(source: str) -> list[str]:
+    """The parts of a home-made file lock that ``source`` uses."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [LOCK_PARTS[a.name] for a in node.names if a.name in LOCK_PARTS]
+        elif isinstance(node, ast.ImportFrom) and node.module in LOCK_PARTS:
+            found.append(LOCK_PARTS[node.module])
+        elif isinstance(node, ast.Attribute | ast.Name | ast.alias):
+            name = getattr(node, "attr", None) or getattr(node, "id", None) or node.name
+            if name == "O_EXCL":
+                found.append(LOCK_PARTS[name])
+    return found
+
+
+def test_the_lab_locks_with_filelock_and_builds_no_lock_of_its_own():
+    snippet = "import fcntl\nfrom os import O_EXCL\nfd = os.open(p, os.O_CREAT | os.O_EXCL)\n"
+    assert home_made_locks(snippet) == ["fcntl", "an O_EXCL lock file", "an O_EXCL lock file"]
+    sources = {path: path.read_text() for path in files(*LAB)}
+    assert {str(p): home_made_locks(s) for p, s in sources.items() if home_made_locks(s)} == {}
+    assert any("from filelock import FileLock" in s for s in sources.values())

@@ -14,8 +14,9 @@ ROOT = Path(__file__).resolve().parents[1]
 LIMIT = 70
 
 #: Functions over the limit, each held at its length until it is split. Drop an entry
-#: when its function is brought under the limit (the test says so).
-KNOWN = {"nescal_sklearn/ensemble/_crossfit.py::CrossFitClassifier.fit": 108}
+#: when its function is brought under the limit (the test says so). Empty since
+#: CrossFitClassifier.fit (108 lines at b2ed419) was split into named steps.
+KNOWN: dict[str, int] = {}
 
 
 def body_lengths(source: str) -> dict[str, int]:

@@ -175,9 +175,37 @@ def test_fit_names_the_parameter_when_the_data_decides():
     assert info.value.param == "device"
 
 
+@pytest.mark.parametrize(
+    ("params", "param", "value", "context"),
+    [
+        (dict(max_epochs=0), "max_epochs", 0, {}),
+        (dict(loss__n_neighbors=2.5), "loss__n_neighbors", 2.5, {}),
+        (dict(max_epochs=3, loss__warmup=3), "loss__warmup", 3, {"max_epochs": 3}),
+        (dict(max_epochs=4, loss__warmup=10), "loss__warmup", 10, {"max_epochs": 4}),
+    ],
+)
+def test_the_error_carries_the_values_its_message_names(params, param, value, context):
+    """A caller builds its own message from the fields (the lab says where max_epochs
+    comes from), never by rewriting the library's text."""
+    with pytest.raises(ParameterError) as info:
+        NeSCalClassifier().set_params(**params).check_params()
+    assert (info.value.param, info.value.value, info.value.context) == (param, value, context)
+    for name, shown in {param: value, **context}.items():
+        assert f"{name.removeprefix('loss__')}" in str(info.value) and repr(shown) in str(
+            info.value
+        )
+
+
+def test_a_nested_error_names_its_context_as_the_owner_spells_it():
+    error = ParameterError("warmup", "m", value=5, context={"max_epochs": 3}).nested("loss")
+    assert (error.param, error.value, error.context) == ("loss__warmup", 5, {"loss__max_epochs": 3})
+
+
 @pytest.mark.parametrize("error", [ParameterError, ParameterTypeError, InvalidParameterError])
 def test_errors_survive_pickling(error):
     """A fit in a joblib worker sends its error back pickled."""
-    again = pickle.loads(pickle.dumps(error("loss__warmup", "a message")))
+    raised = error("loss__warmup", "a message", value=7, context={"max_epochs": 3})
+    again = pickle.loads(pickle.dumps(raised))
     assert type(again) is error
     assert (again.param, str(again)) == ("loss__warmup", "a message")
+    assert (again.value, again.context) == (7, {"max_epochs": 3})

@@ -204,6 +204,7 @@ device, random_state, verbose
                 f"the {max_epochs} epochs that max_row_epochs={self.max_row_epochs} "
                 f"leaves for {n_train} training rows",
                 "a larger max_row_epochs",
+                {"max_row_epochs": self.max_row_epochs},
             )
         rows = replace(self, batch_size=batch_size, max_epochs=max_epochs)
         return replace(rows, neighbours=rows._neighbour_plan(n_train, validated, held_out))
@@ -332,7 +333,7 @@ def _check_constraints(estimator, params: Mapping[str, Any]) -> None:
                 {name: constraints[name]}, {name: value}, caller_name=type(estimator).__name__
             )
         except SklearnInvalidParameterError as exc:
-            raise InvalidParameterError(name, str(exc)) from None
+            raise InvalidParameterError(name, str(exc), value=value) from None
 
 
 def _checked_hidden_sizes(sizes) -> tuple[int, ...]:
@@ -391,14 +392,18 @@ def _resolved_loss(given: str | TrainingLoss, recipe: str, max_epochs: int) -> T
         raise ParameterTypeError("loss", str(exc)) from exc
     except ValueError as exc:
         raise ParameterError("loss", str(exc)) from exc
-    _check_warmup(loss, max_epochs, f"max_epochs={max_epochs}", "more max_epochs")
+    _check_warmup(
+        loss, max_epochs, f"max_epochs={max_epochs}", "more max_epochs", {"max_epochs": max_epochs}
+    )
     return loss
 
 
-def _check_warmup(loss: TrainingLoss, max_epochs: int, epochs: str, remedy: str) -> None:
+def _check_warmup(
+    loss: TrainingLoss, max_epochs: int, epochs: str, remedy: str, context: dict
+) -> None:
     """A fixed NeSCal warm-up ends before the last of ``max_epochs`` epochs (described as
     ``epochs``), or the graph would never be built: else a ParameterError that offers
-    ``remedy``."""
+    ``remedy`` and carries ``context`` (the parameters that set ``max_epochs``)."""
     if not loss.uses_neighbours or loss.warmup == "auto":
         return
     fixed = loss.warmup_epochs(max_epochs)
@@ -408,4 +413,6 @@ def _check_warmup(loss: TrainingLoss, max_epochs: int, epochs: str, remedy: str)
             f"loss__warmup={loss.warmup!r} ends the warm-up at epoch {fixed + 1}, after the "
             f"last of {epochs}: the neighbour graph would never be built. Pass a shorter "
             f"warmup, a fraction in [0, 1), or {remedy}.",
+            value=loss.warmup,
+            context=context,
         )
