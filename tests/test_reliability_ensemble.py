@@ -31,8 +31,9 @@ from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from nescal_sklearn.calibration import CalibratedTemperature, out_of_fold_logits
+from nescal_sklearn.calibration import CalibratedTemperature
 from nescal_sklearn.ensemble import CrossFitClassifier, make_recommended_classifier
+from nescal_sklearn.model_selection import out_of_fold_logits
 
 
 def _data(n=200, n_classes=2, seed=0):

@@ -1,8 +1,8 @@
 """``CrossFitClassifier``: members cross-fitted on the same folds, weighted and calibrated
 out of fold.
 
-Every row trains and every row calibrates. The fold layer (:func:`~nescal_sklearn.calibration.cross_fit`,
-:func:`~nescal_sklearn.calibration.out_of_fold_logits`) fits the members; the greedy
+Every row trains and every row calibrates. The fold layer (:mod:`nescal_sklearn.model_selection`:
+folds, fold fits, out-of-fold logits) fits the members; the greedy
 selection (:func:`greedy_ensemble_weights`) weighs them; the calibration room chooses and
 fits one map on the weighted ensemble's out-of-fold logits
 (:func:`~nescal_sklearn.calibration.select_calibration`).
@@ -38,19 +38,21 @@ from sklearn.utils.validation import (
 from ..calibration import (
     CALIBRATIONS,
     calibrate_probabilities,
-    estimator_logits,
     fit_calibration,
     log_probabilities,
-    out_of_fold_logits,
     select_calibration,
-    validated_sample_weight,
 )
 from ..metrics.logits import weighted_nll
+from ..model_selection import (
+    estimator_logits,
+    make_folds,
+    out_of_fold_logits,
+    validated_sample_weight,
+)
 from ._greedy import greedy_ensemble_weights
 from ._members import checked_labels, member_fit_params, relative_weights
 from ._refit import refit_on_all_rows
 from ._schedule import FIT_SHARE, fit_in_stages
-from ._splits import make_folds
 
 __all__ = ["CrossFitClassifier"]
 
@@ -97,12 +99,11 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
         or ``predict_proba``.
     cv : int or cross-validation splitter, default=5
         Folds: an int is ``StratifiedKFold(cv, shuffle=True, random_state=random_state)``.
-    calibration : {"auto", "lowest", "identity", "temperature", "quadratic", "sms"}, \
-default="auto"
+    calibration : {"auto", "identity", "temperature", "quadratic", "sms"}, default="auto"
         The map fitted on the out-of-fold ensemble; ``"quadratic"`` is binary only,
         ``"sms"`` (structured matrix scaling) needs at least 3 classes. ``"auto"``
         chooses among the maps that apply the simplest within one standard error of the
-        best (:func:`select_calibration`); ``"lowest"`` the one of lowest held-out NLL.
+        best (:func:`select_calibration`).
     ensemble_size : int, default=25
         Additions of the greedy ensemble selection (with one member, unused).
     n_jobs : int or None, default=None
@@ -218,7 +219,7 @@ default="auto"
     _parameter_constraints: dict = {
         "estimators": [list, None],
         "cv": ["cv_object"],
-        "calibration": [StrOptions({"auto", "lowest", *CALIBRATIONS})],
+        "calibration": [StrOptions({"auto", *CALIBRATIONS})],
         "ensemble_size": [Interval(numbers.Integral, 1, None, closed="left")],
         "n_jobs": [None, numbers.Integral],
         "random_state": ["random_state"],
@@ -283,7 +284,7 @@ default="auto"
         return names, [estimator for _, estimator in members]
 
     def _candidates(self, n_classes: int) -> list[str]:
-        if self.calibration in ("auto", "lowest"):
+        if self.calibration == "auto":
             return [name for name in CALIBRATIONS if _applies(name, n_classes)]
         if not _applies(self.calibration, n_classes):
             raise ValueError(
@@ -346,7 +347,9 @@ default="auto"
         fit_params = self._member_params(names, members, sample_weight, groups)
         candidates = self._candidates(classes.size)
         rng = check_random_state(self.random_state)
-        folds = make_folds(self.cv, X, y_encoded, classes, groups, sample_weight, rng)
+        folds = make_folds(
+            self.cv, X, y_encoded, classes, groups=groups, sample_weight=sample_weight, rng=rng
+        )
         seeds = (
             None
             if self.random_state is None
@@ -396,7 +399,6 @@ default="auto"
             candidates,
             sample_weight=w_oof,
             random_state=rng.randint(2**31 - 1),
-            rule="lowest" if self.calibration == "lowest" else "one_se",
         )
         self.classes_ = classes
         self.estimators_ = [

@@ -17,6 +17,7 @@ from sklearn.base import clone
 from sklearn.ensemble import HistGradientBoostingClassifier
 
 from ..estimator import NeSCalClassifier
+from ..model_selection import seeded
 
 __all__ = ["refit_on_all_rows", "refit_params"]
 
@@ -65,10 +66,7 @@ def refit_on_all_rows(member, fold_models: list, X, y, fit_params: dict, seed, d
     With a ``deadline`` (``time.time()``), a member with a ``max_time`` parameter gets the
     time left to it.
     """
-    estimator = clone(member).set_params(**refit_params(member, fold_models))
-    if seed is not None:
-        names = [n for n in estimator.get_params() if n.split("__")[-1] == "random_state"]
-        estimator.set_params(**dict.fromkeys(names, seed))
+    estimator = seeded(clone(member).set_params(**refit_params(member, fold_models)), seed)
     if deadline is not None and "max_time" in estimator.get_params(deep=False):
         estimator.set_params(max_time=max(deadline - time.time(), 1e-3))
     start = time.perf_counter()

@@ -27,7 +27,7 @@ import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.base import clone
 
-from ..calibration import fit_on_fold
+from ..model_selection import fit_on_fold
 
 __all__ = ["StagedFits", "fit_in_stages"]
 

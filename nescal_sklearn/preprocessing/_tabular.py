@@ -11,6 +11,7 @@ from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import FunctionTransformer, OneHotEncoder, StandardScaler
 from sklearn.utils.validation import check_is_fitted
 
+from .._params import plain as _plain
 from ._columns import TemporalColumns, TemporalFeatures, as_frame, value_kinds
 from ._layout import ColumnLayout
 from ._scaling import RobustSmoothClipScaler, _QuantileTransformer
@@ -40,11 +41,6 @@ def _as_object(X):
     if hasattr(X, "astype") and hasattr(X, "columns"):
         return X.astype(object).where(X.notna(), np.nan).to_numpy()
     return np.asarray(X, dtype=object)
-
-
-def _plain(name):
-    """A column name as the Python value it is (for messages)."""
-    return name.item() if isinstance(name, np.generic) else name
 
 
 class TabularPreprocessor(ColumnTransformer):
