@@ -5,6 +5,8 @@ same rule for which parameter takes the weights.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from sklearn.ensemble import RandomForestClassifier
@@ -135,3 +137,13 @@ def test_the_calibrators_out_of_fold_probabilities_are_held_out_for_copies():
     fresh_X, fresh_y = _data(2000, seed=4, flip=0.3)
     fresh = KNeighborsClassifier(1).fit(X, y).score(fresh_X, fresh_y)
     assert abs(np.mean(oof == doubled_y) - fresh) < 0.1  # near fresh rows, far from 1.0
+
+
+def test_a_few_natural_copies_keep_them_together_without_a_word():
+    X, y = _data(300)
+    X[1], y[1] = X[0], y[0]  # one pair of copies among 300 rows
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = CrossFitClassifier([("lr", LogisticRegression())], random_state=0).fit(X, y)
+    test = next(test for test in model.folds_ if 0 in test)
+    assert 1 in test

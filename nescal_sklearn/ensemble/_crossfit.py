@@ -196,7 +196,12 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
     duplicates are natural (3,000 rows of the dev set letter, 2.9 % of them in groups of
     copies), it changes little: out-of-fold NLL 0.464 -> 0.469, fresh 0.389 -> 0.388. When a
     splitter (or ``groups`` it ignores) still puts a group or copies in several test
-    parts, ``fit`` warns once with their count.
+    parts, ``fit`` warns once with their count. Data made of few distinct rows (5 or
+    more rows per distinct row on average, a table of a few categorical columns) gets
+    the plain stratified folds instead, as fresh rows repeat its rows, with a warning
+    that says so (:func:`~nescal_sklearn.model_selection.make_folds`; the rule and its
+    figures: ``docs/calibration.md``, "Copies of few distinct rows"). Group ids may be of
+    any hashable kind (strings, floats, large or negative integers).
 
     Examples
     --------

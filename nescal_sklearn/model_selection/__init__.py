@@ -14,10 +14,12 @@ from ._fitting import (
     validated_sample_weight,
     weight_parameter,
 )
+from ._groups import duplicate_groups
 from ._logits import estimator_logits, out_of_fold_logits
-from ._splits import check_partition, duplicate_groups, inner_split, make_folds
+from ._splits import ROWS_PER_DISTINCT_ROW, check_partition, inner_split, make_folds
 
 __all__ = [
+    "ROWS_PER_DISTINCT_ROW",
     "check_partition",
     "duplicate_groups",
     "estimator_logits",

@@ -8,72 +8,12 @@ import warnings
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import sparse
 from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold, check_cv
 
 from .._params import plain
+from ._groups import duplicate_groups, group_codes, spread_groups
 
-__all__ = ["check_partition", "duplicate_groups", "inner_split", "make_folds"]
-
-
-def _row_ids(X) -> np.ndarray | None:
-    """One id per row, equal for identical rows; None for input whose rows are not compared."""
-    if hasattr(X, "columns") and hasattr(X, "iloc"):  # a pandas DataFrame: pandas is there
-        from pandas.util import hash_pandas_object
-
-        return hash_pandas_object(X, index=False).to_numpy()
-    if sparse.issparse(X):
-        return None
-    try:
-        values = np.asarray(X)
-    except (TypeError, ValueError):
-        return None
-    if values.ndim != 2 or values.shape[0] == 0:
-        return None
-    if values.dtype == object:
-        ids: dict = {}
-        try:
-            return np.array([ids.setdefault(tuple(row), len(ids)) for row in values.tolist()])
-        except TypeError:  # unhashable cells
-            return None
-    if values.dtype.kind == "f":
-        values = values + 0.0  # -0.0 and 0.0 are the same value
-    rows = np.ascontiguousarray(values).view(
-        np.dtype((np.void, values.dtype.itemsize * values.shape[1]))
-    )
-    return rows.reshape(-1)
-
-
-def duplicate_groups(X) -> np.ndarray | None:
-    """Group ids that put exact duplicate rows of ``X`` together, or None without duplicates.
-
-    Rows are compared as ``fit`` receives them (the preprocessed matrix inside a
-    pipeline): a NumPy array or list by value (``-0.0`` equals ``0.0``; a NaN equals a
-    NaN of the same bits), a pandas DataFrame by the hash of its values. Sparse input is
-    not compared.
-
-    Parameters
-    ----------
-    X : array-like of shape (n_samples, n_features)
-
-    Returns
-    -------
-    ndarray of shape (n_samples,) or None
-        Equal for rows that are copies of each other, distinct otherwise; None when no
-        two rows are equal.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from nescal_sklearn.model_selection import duplicate_groups
-    >>> duplicate_groups(np.array([[1.0, 2.0], [0.0, 1.0], [1.0, 2.0]]))
-    array([1, 0, 1])
-    """
-    ids = _row_ids(X)
-    if ids is None:
-        return None
-    _, groups, counts = np.unique(ids, return_inverse=True, return_counts=True)
-    return groups.reshape(-1) if np.any(counts > 1) else None
+__all__ = ["ROWS_PER_DISTINCT_ROW", "check_partition", "inner_split", "make_folds"]
 
 
 def _named(cv) -> str:
@@ -84,19 +24,6 @@ def _named(cv) -> str:
     if isinstance(cv, numbers.Integral) or hasattr(cv, "split"):
         return f"cv={cv!r}"
     return "cv (the (train, test) pairs given)"
-
-
-def _spanning(groups: np.ndarray, folds: list[tuple]) -> tuple[int, int]:
-    """The groups with rows in two or more test parts, and how many rows they have."""
-    fold_of = np.empty(groups.size, dtype=np.intp)
-    for f, (_, test) in enumerate(folds):
-        fold_of[test] = f
-    lowest = np.full(groups.max() + 1, np.iinfo(np.intp).max)
-    highest = np.full(groups.max() + 1, -1)
-    np.minimum.at(lowest, groups, fold_of)
-    np.maximum.at(highest, groups, fold_of)
-    split = lowest != highest
-    return int(np.sum(split)), int(np.sum(split[groups]))
 
 
 def check_partition(folds: Sequence[tuple], n_samples: int, cv=None) -> None:
@@ -196,17 +123,65 @@ def _split(cv, X, y: np.ndarray, groups, seed: int | None, shuffle: bool) -> lis
     return list(splitter.split(X, y, groups))
 
 
-def _duplicate_folds(cv: int, X, y, classes, duplicates, seed, shuffle) -> list[tuple] | None:
+#: Without groups, ``cv=int`` keeps the copies of a row in one fold unless ``X`` is made of
+#: few distinct rows: at least this many rows per distinct row on average. Copies are then
+#: replicates that fresh rows repeat (a table of a few categorical columns), and holding
+#: out whole cells would make every out-of-fold prediction an extrapolation.
+ROWS_PER_DISTINCT_ROW = 5
+
+
+def _grouped_copies(cv: int, X, y, classes, copies, seed, shuffle) -> list[tuple] | None:
     """``cv=int`` folds that keep copies together, or None where they cannot be made
     (fewer groups of copies than folds) or leave a class out of a training part."""
-    if np.unique(duplicates).size < cv:
+    if int(copies.max()) + 1 < cv:
         return None
-    folds = _split(cv, X, y, duplicates, seed, shuffle)
+    folds = _split(cv, X, y, copies, seed, shuffle)
     try:
         _check_fold_classes(folds, y, classes, cv)
     except ValueError:
         return None
     return folds
+
+
+def _copy_folds(cv: int, X, y, classes, copies: np.ndarray, seed, shuffle) -> list[tuple]:
+    """``cv=int`` folds of ``X`` with exact copies (``copies``: their groups), by the rule
+    of :data:`ROWS_PER_DISTINCT_ROW`; a warning says which folds were chosen when copies
+    are half of the rows or more, or the folds are the stratified ones."""
+    n_rows, n_distinct = y.size, int(copies.max()) + 1
+    n_copies = n_rows - int(np.sum(np.bincount(copies) == 1))  # rows that have a copy
+    about = (
+        f"X has {n_distinct} distinct rows among its {n_rows} ({n_rows / n_distinct:.1f} "
+        f"rows each on average; {n_copies} rows have a copy)"
+    )
+    few = n_rows >= ROWS_PER_DISTINCT_ROW * n_distinct
+    folds = None if few else _grouped_copies(cv, X, y, classes, copies, seed, shuffle)
+    if folds is not None:
+        if 2 * n_copies >= n_rows:
+            warnings.warn(
+                f"{about}: cv={cv} keeps the copies of a row in one fold "
+                "(StratifiedGroupKFold), as for duplicated records, so that no row is "
+                "predicted out of fold by a model that trained on its copy. If the copies "
+                "are independent replicates that fresh rows will repeat, pass "
+                "groups=numpy.arange(n_samples) for stratified folds.",
+                UserWarning,
+                stacklevel=4,
+            )
+        return folds
+    why = (
+        f"{about}: its copies are replicates of few distinct rows"
+        if few
+        else f"{about}, too few or too unevenly spread over the classes to keep copies "
+        "in one fold with rows of every class in each training part"
+    )
+    warnings.warn(
+        f"{why}, so cv={cv} makes stratified folds (StratifiedKFold) that may put copies "
+        "of a row in different folds, as fresh rows will repeat rows the model trained "
+        "on. Pass groups=duplicate_groups(X) (nescal_sklearn.model_selection) to keep "
+        "copies together, or groups of your own.",
+        UserWarning,
+        stacklevel=4,
+    )
+    return _split(cv, X, y, None, seed, shuffle)
 
 
 def make_folds(
@@ -221,13 +196,20 @@ def make_folds(
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     """The (train, test) folds of a cross-fitting, checked before any fit.
 
-    ``cv=int`` gives stratified folds: by group when ``groups`` are given, and otherwise
-    by exact duplicate rows when ``X`` has any (:func:`duplicate_groups`), so that a row
-    and its copy never fall in different folds (unless the copies are too few distinct
-    rows to make ``cv`` folds with every class in each training part: then the plain
-    stratified folds, as copies are then what the data is made of). A splitter gets
-    ``groups``; when groups (or copies) still end up in several test parts, one warning
-    says how many.
+    ``cv=int`` gives stratified folds (``StratifiedKFold``): by group when ``groups``
+    are given (``StratifiedGroupKFold``). Without groups, exact copies of a row in ``X``
+    (:func:`duplicate_groups`) are kept in one fold, so that no row is predicted out of
+    fold by a model that trained on its copy, unless ``X`` is made of few distinct rows
+    (at least :data:`ROWS_PER_DISTINCT_ROW` rows per distinct row on average) or too few
+    to keep them together with rows of every class in each training part: its copies
+    are then replicates that fresh rows repeat, and the folds are the plain stratified
+    ones. A warning says which was chosen when copies are half of the rows or more, or
+    the stratified folds were chosen. A splitter gets ``groups``; when groups (or
+    copies) still end up in several test parts, one warning says how many.
+
+    Group ids are read as labels (any hashable kind: strings, floats, huge or negative
+    integers), turned into codes once, so that the splitter and the count of spread
+    groups see ``k`` groups whatever their ids.
 
     Parameters
     ----------
@@ -253,8 +235,8 @@ def make_folds(
     ------
     ValueError
         When the test parts are not a partition of the rows (:func:`check_partition`),
-        when a fold's training part holds no row of a class, or a fold's part no
-        positive weight.
+        when a fold's training part holds no row of a class, a fold's part no positive
+        weight, or a group id is missing.
 
     Examples
     --------
@@ -268,31 +250,36 @@ def make_folds(
     integral = isinstance(cv, numbers.Integral)
     shuffle = rng is not None
     seed = rng.randint(2**31 - 1) if integral and shuffle else None
+    groups = None if groups is None else group_codes(groups)
     together = groups if groups is not None else duplicate_groups(X)
-    folds = None
     if integral and groups is None and together is not None:
-        folds = _duplicate_folds(int(cv), X, y, classes, together, seed, shuffle)
-    fallback = folds is None and integral and groups is None
-    if folds is None:
+        folds = _copy_folds(int(cv), X, y, classes, together, seed, shuffle)
+        together = None  # the rule has spoken: copies in several folds are its choice
+    else:
         folds = _split(cv, X, y, groups, seed, shuffle)
     check_partition(folds, y.size, cv)
     _check_fold_classes(folds, y, classes, cv)
     _check_fold_weights(folds, sample_weight)
-    if together is not None and not fallback:
+    if together is not None:
         _warn_about_spread_groups(cv, folds, together, groups is not None)
     return folds
 
 
 def _warn_about_spread_groups(cv, folds, together: np.ndarray, given: bool) -> None:
-    n_split, n_rows = _spanning(together, folds)
+    n_split, n_rows = spread_groups(together, folds)
     if n_split:
         what = "groups" if given else "groups of exact duplicate rows"
+        advice = (
+            "Use cv=int, GroupKFold or StratifiedGroupKFold, which keep each group in one fold."
+            if given
+            else "Pass groups (one id per row; equal for rows that must stay together) "
+            "with cv=int, GroupKFold or StratifiedGroupKFold."
+        )
         warnings.warn(
             f"{n_split} {what} ({n_rows} rows) have rows in two or more test parts of "
             f"{_named(cv)}, so their copies train the fold models that predict them out of "
             "fold: oof_proba_, the member weights, early stopping and the map's choice "
-            "see in-sample predictions. Pass groups (one id per row; equal for rows that "
-            "must stay together) with cv=int, GroupKFold or StratifiedGroupKFold.",
+            f"see in-sample predictions. {advice}",
             UserWarning,
             stacklevel=4,
         )
