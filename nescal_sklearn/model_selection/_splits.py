@@ -113,13 +113,13 @@ def _check_fold_weights(folds: list[tuple], sample_weight: np.ndarray | None) ->
                 )
 
 
-def _split(cv, X, y: np.ndarray, groups, seed: int | None, shuffle: bool) -> list[tuple]:
+def _split(cv, X, y: np.ndarray, groups, seed: int | None) -> list[tuple]:
     """The folds of ``cv``: an int is a ``StratifiedKFold``, or a ``StratifiedGroupKFold``
-    with ``groups`` (shuffled by ``seed`` when ``shuffle``); a splitter gets ``groups``."""
+    with ``groups`` (shuffled by ``seed``; in order for None); a splitter gets ``groups``."""
     if not isinstance(cv, numbers.Integral):
         return list(check_cv(cv, classifier=True).split(X, y, groups))
     kind = StratifiedKFold if groups is None else StratifiedGroupKFold
-    splitter = kind(int(cv), shuffle=shuffle, random_state=seed if shuffle else None)
+    splitter = kind(int(cv), shuffle=seed is not None, random_state=seed)
     return list(splitter.split(X, y, groups))
 
 
@@ -130,12 +130,12 @@ def _split(cv, X, y: np.ndarray, groups, seed: int | None, shuffle: bool) -> lis
 ROWS_PER_DISTINCT_ROW = 5
 
 
-def _grouped_copies(cv: int, X, y, classes, copies, seed, shuffle) -> list[tuple] | None:
+def _grouped_copies(cv: int, X, y, classes, copies, seed) -> list[tuple] | None:
     """``cv=int`` folds that keep copies together, or None where they cannot be made
     (fewer groups of copies than folds) or leave a class out of a training part."""
     if int(copies.max()) + 1 < cv:
         return None
-    folds = _split(cv, X, y, copies, seed, shuffle)
+    folds = _split(cv, X, y, copies, seed)
     try:
         _check_fold_classes(folds, y, classes, cv)
     except ValueError:
@@ -143,7 +143,7 @@ def _grouped_copies(cv: int, X, y, classes, copies, seed, shuffle) -> list[tuple
     return folds
 
 
-def _copy_folds(cv: int, X, y, classes, copies: np.ndarray, seed, shuffle) -> list[tuple]:
+def _copy_folds(cv: int, X, y, classes, copies: np.ndarray, seed) -> list[tuple]:
     """``cv=int`` folds of ``X`` with exact copies (``copies``: their groups), by the rule
     of :data:`ROWS_PER_DISTINCT_ROW`; a warning says which folds were chosen when copies
     are half of the rows or more, or the folds are the stratified ones."""
@@ -154,7 +154,7 @@ def _copy_folds(cv: int, X, y, classes, copies: np.ndarray, seed, shuffle) -> li
         f"rows each on average; {n_copies} rows have a copy)"
     )
     few = n_rows >= ROWS_PER_DISTINCT_ROW * n_distinct
-    folds = None if few else _grouped_copies(cv, X, y, classes, copies, seed, shuffle)
+    folds = None if few else _grouped_copies(cv, X, y, classes, copies, seed)
     if folds is not None:
         if 2 * n_copies >= n_rows:
             warnings.warn(
@@ -181,7 +181,7 @@ def _copy_folds(cv: int, X, y, classes, copies: np.ndarray, seed, shuffle) -> li
         UserWarning,
         stacklevel=4,
     )
-    return _split(cv, X, y, None, seed, shuffle)
+    return _split(cv, X, y, None, seed)
 
 
 def make_folds(
@@ -248,15 +248,14 @@ def make_folds(
     [[0, 2, 5], [1, 3, 4]]
     """
     integral = isinstance(cv, numbers.Integral)
-    shuffle = rng is not None
-    seed = rng.randint(2**31 - 1) if integral and shuffle else None
+    seed = rng.randint(2**31 - 1) if integral and rng is not None else None
     groups = None if groups is None else group_codes(groups)
     together = groups if groups is not None else duplicate_groups(X)
     if integral and groups is None and together is not None:
-        folds = _copy_folds(int(cv), X, y, classes, together, seed, shuffle)
+        folds = _copy_folds(int(cv), X, y, classes, together, seed)
         together = None  # the rule has spoken: copies in several folds are its choice
     else:
-        folds = _split(cv, X, y, groups, seed, shuffle)
+        folds = _split(cv, X, y, groups, seed)
     check_partition(folds, y.size, cv)
     _check_fold_classes(folds, y, classes, cv)
     _check_fold_weights(folds, sample_weight)
