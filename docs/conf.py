@@ -108,6 +108,7 @@ PUBLIC_SUBPACKAGES = (
     "losses.experimental",
     "penalties",
     "graph",
+    "model_selection",
     "calibration",
     "metrics",
     "scorers",

@@ -20,8 +20,8 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.frozen import FrozenEstimator
 
-from nescal_sklearn.calibration import takes_validation_rows
 from nescal_sklearn.estimator import limit_threads
+from nescal_sklearn.model_selection import takes_validation_rows
 
 from ._adapters import calibrator_summary
 from ._conditions import ConditionContext, ConditionSkipped
@@ -61,7 +61,7 @@ THREAD_PARAMS = ("n_threads",)
 
 def _fit(estimator, split: Split, threads: int | None = None, fit_on: str = "train"):
     """Fit; ``X_val``/``y_val`` go to the estimators that early-stop on them
-    (:func:`nescal_sklearn.calibration.takes_validation_rows`, the library's rule).
+    (:func:`nescal_sklearn.model_selection.takes_validation_rows`, the library's rule).
 
     Every such estimator gets the same validation rows: ``NeSCalClassifier``,
     ``HistGradientBoostingClassifier(early_stopping=True)`` (not ``"auto"``, which ignores

@@ -7,21 +7,22 @@ and ``GridSearchCV``. scikit-learn only needs ``get_params(deep=...)`` and
 ``set_params(**params)`` with the ``__init__`` convention (every keyword argument is
 stored unchanged under its own name), which :class:`ParamsMixin` provides.
 
-:func:`check_int` is the one integer check of the rooms (a bool is not an int), and
-:func:`plain` shows a numpy scalar in a message as the Python value it holds.
+:func:`check_int` is the one integer check of the rooms (a bool is not an int),
+:func:`label_kinds` the one check that labels are of one kind, and :func:`plain` shows a
+numpy scalar in a message as the Python value it holds.
 """
 
 from __future__ import annotations
 
 import inspect
-from numbers import Integral
+from numbers import Integral, Number
 from typing import Any
 
 import numpy as np
 
 from .exceptions import ParameterError, ParameterTypeError
 
-__all__ = ["ParamsMixin", "check_int", "is_int", "plain"]
+__all__ = ["ParamsMixin", "check_int", "is_int", "label_kinds", "plain"]
 
 
 def plain(value: Any) -> Any:
@@ -35,6 +36,41 @@ def plain(value: Any) -> Any:
     (3, 'a', [1])
     """
     return value.item() if isinstance(value, np.generic) else value
+
+
+def label_kinds(y: np.ndarray, name: str = "y") -> set[str]:
+    """The kinds of the labels in ``y`` (``"number"``, ``"str"``, ``"bool"``...); raise,
+    naming ``name``, unless they are all of one kind. Empty for an array that is not of
+    dtype object (its dtype is its kind).
+
+    Raises
+    ------
+    ValueError
+        When ``y`` mixes label kinds (numbers and strings, or ``None`` among them).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nescal_sklearn._params import label_kinds
+    >>> label_kinds(np.array([1, 2.5], dtype=object))
+    {'number'}
+    >>> label_kinds(np.array([1, "a"], dtype=object))
+    Traceback (most recent call last):
+    ...
+    ValueError: y must hold labels of one type (all numbers or all strings); got a mix of ['number', 'str']. Convert the labels to one type, e.g. y.astype(str).
+    """
+    if y.dtype != object:
+        return set()
+    kinds = {
+        "number" if isinstance(v, Number) and not isinstance(v, bool) else type(v).__name__
+        for v in y.ravel().tolist()
+    }
+    if len(kinds) > 1 or kinds & {"NoneType"}:
+        raise ValueError(
+            f"{name} must hold labels of one type (all numbers or all strings); got a mix "
+            f"of {sorted(kinds)}. Convert the labels to one type, e.g. y.astype(str)."
+        )
+    return kinds
 
 
 def is_int(value: Any) -> bool:

@@ -23,6 +23,7 @@ from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV, StratifiedKFold
 from sklearn.naive_bayes import GaussianNB
+from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
@@ -357,7 +358,8 @@ def test_sample_weight_reaches_the_estimator():
 
 def test_sample_weight_warns_when_the_estimator_cannot_take_it():
     X, y = make_data()
-    calibrated = CalibratedTemperature(make_pipeline(StandardScaler(), LogisticRegression()))
+    # A Pipeline gets them when its final step takes them; this one's does not.
+    calibrated = CalibratedTemperature(make_pipeline(StandardScaler(), KNeighborsClassifier()))
     message = (
         "Pipeline.fit does not accept sample_weight; the weights are used for the calibration only."
     )
@@ -510,13 +512,21 @@ def test_error_class_missing_from_a_training_part():
     zero, other = np.flatnonzero(y == 0), np.flatnonzero(y != 0)
     half, rest = other[::2], other[1::2]
     splits = [(other, zero), (np.r_[zero, rest], half), (np.r_[zero, half], rest)]
+
+    class Unfittable(LogisticRegression):
+        def fit(self, X, y, sample_weight=None):
+            raise AssertionError("a fold model was fitted")
+
     message = (
-        "LogisticRegression fitted without the rows of fold 0 learned the classes [1, 2], "
-        "but y has [0, 1, 2]: every class needs rows in every fold's training part. Use "
-        "fewer folds, or more rows of the rare classes."
+        f"Class 0 has {zero.size} rows in y, and cv (the (train, test) pairs given) holds all "
+        f"{zero.size} of its rows out of the training part of fold 0, so that fold's models "
+        "would never see class 0: every class needs rows in every fold's training part. "
+        "Give each class at least 2 rows (cv=int stratifies the folds, so a class of 2 or "
+        "more rows is in every training part), use a cv that keeps rows of every class in "
+        "each training part, or drop the class."
     )
-    with pytest.raises(ValueError, match=re.escape(message)):
-        CalibratedTemperature(cv=splits).fit(X, y)
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):  # before any fit
+        CalibratedTemperature(Unfittable(), cv=splits).fit(X, y)
 
 
 def test_error_response_of_the_wrong_shape():

@@ -33,6 +33,7 @@ from sklearn.exceptions import UnsetMetadataPassedError
 from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV, GroupKFold, StratifiedKFold
+from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
@@ -512,13 +513,14 @@ def test_estimator_without_sample_weight_warns_and_the_map_still_uses_them(cls):
     weights = np.where(y == 0, 3.0, 1.0)
     # Unguarded: the shrinkage guard returns both temperatures to 1 on these 60 rows.
     kwargs = {"random_state": 0, **_unguarded(cls)}
-    calibrated = cls(make_pipeline(StandardScaler(), LogisticRegression()), **kwargs)
+    # A Pipeline whose final step takes no weights (one that does gets them).
+    calibrated = cls(make_pipeline(StandardScaler(), KNeighborsClassifier(15)), **kwargs)
     message = (
         "Pipeline.fit does not accept sample_weight; the weights are used for the calibration only."
     )
     with pytest.warns(UserWarning, match=re.escape(message)):
         calibrated.fit(X, y, sample_weight=weights)
-    plain = cls(make_pipeline(StandardScaler(), LogisticRegression()), **kwargs).fit(X, y)
+    plain = cls(make_pipeline(StandardScaler(), KNeighborsClassifier(15)), **kwargs).fit(X, y)
     # Same split, same estimator: only the map differs.
     # exact: the same estimator fitted on the same rows (its weights were dropped)
     np.testing.assert_array_equal(

@@ -26,11 +26,10 @@ from nescal_sklearn.calibration import (
     CalibratedQuadraticScaling,
     CalibratedTemperature,
     select_calibration,
-    takes_validation_rows,
 )
-from nescal_sklearn.calibration._folds import inner_split
 from nescal_sklearn.calibration._temperature import fit_temperature
 from nescal_sklearn.ensemble import CrossFitClassifier, greedy_ensemble_weights
+from nescal_sklearn.model_selection import inner_split, takes_validation_rows
 
 pytestmark = pytest.mark.numerical
 
@@ -270,15 +269,17 @@ def test_the_cv_modes_oof_proba_is_held_out_for_the_model_and_the_map(cancer):
             )
 
 
-def test_calibration_lowest_takes_the_map_of_lowest_held_out_nll(cancer):
+def test_the_retired_calibration_lowest_is_refused(cancer):
+    # Measured as no help (docs/oof_ensembles.md, "Options retired"), so removed.
     X, y = cancer
-    auto = CrossFitClassifier([("lr", _lr())], cv=3, random_state=0).fit(X, y)
-    lowest = CrossFitClassifier([("lr", _lr())], cv=3, random_state=0, calibration="lowest")
-    lowest.fit(X, y)
-    # the same folds and inner splits: the same scores, another rule
-    assert lowest.calibration_scores_ == auto.calibration_scores_
-    scores = lowest.calibration_scores_
-    assert lowest.calibration_ == min(scores, key=scores.get)
-    # and the two rules differ on this data (the default keeps no map within one standard
-    # error), so a 'lowest' that did nothing would fail here
-    assert auto.calibration_ != lowest.calibration_
+    model = CrossFitClassifier([("lr", _lr())], cv=3, calibration="lowest")
+    with pytest.raises(ValueError) as raised:
+        model.fit(X, y)
+    found = re.fullmatch(
+        r"The 'calibration' parameter of CrossFitClassifier must be a str among "
+        r"\{(.*)\}\. Got 'lowest' instead\.",
+        str(raised.value),
+    )
+    assert found is not None, str(raised.value)
+    options = sorted(found.group(1).split(", "))  # a set: its order varies
+    assert options == ["'auto'", "'identity'", "'quadratic'", "'sms'", "'temperature'"]

@@ -33,7 +33,8 @@ INFRASTRUCTURE = frozenset({"_params", "_registry", "exceptions", "_compat"})
 
 #: Room -> the other rooms it may import. The order of DESIGN.md's "Layers": nn (the
 #: networks and ensemble helpers) below penalties, preprocessing below the estimator,
-#: plus the plotting room (which sits beside scorers).
+#: the fold layer (model_selection) below both calibration and the ensemble, plus the
+#: plotting room (which sits beside scorers).
 ALLOWED: dict[str, frozenset[str]] = {
     "metrics": frozenset(),
     "nn": frozenset(),
@@ -42,10 +43,13 @@ ALLOWED: dict[str, frozenset[str]] = {
     "losses": frozenset({"penalties", "graph"}),
     "preprocessing": frozenset(),
     "estimator": frozenset({"losses", "penalties", "graph", "metrics", "nn", "preprocessing"}),
-    "calibration": frozenset({"metrics"}),
+    "model_selection": frozenset({"metrics"}),
+    "calibration": frozenset({"model_selection", "metrics"}),
     "scorers": frozenset({"metrics"}),
     "plotting": frozenset({"metrics"}),
-    "ensemble": frozenset({"calibration", "estimator", "metrics", "preprocessing"}),
+    "ensemble": frozenset(
+        {"model_selection", "calibration", "estimator", "metrics", "preprocessing"}
+    ),
     "diagnostics": frozenset(
         {
             "metrics",

@@ -1,16 +1,7 @@
 """Post-hoc calibrators as scikit-learn meta-estimators (temperature scaling and friends),
-the calibration maps a cross-fitted ensemble chooses from, and the fold layer they share."""
+and the calibration maps a cross-fitted ensemble chooses from."""
 
 from ._ensemble_temperature import CalibratedEnsembleTemperature
-from ._folds import (
-    check_partition,
-    cross_fit,
-    estimator_logits,
-    fit_on_fold,
-    out_of_fold_logits,
-    takes_validation_rows,
-    validated_sample_weight,
-)
 from ._histogram import CalibratedHistogramBinning
 from ._isotonic import CalibratedIsotonic
 from ._maps import calibrate_probabilities, log_probabilities
@@ -31,14 +22,7 @@ __all__ = [
     "CalibratedQuadraticScaling",
     "CALIBRATIONS",
     "calibrate_probabilities",
-    "check_partition",
-    "cross_fit",
-    "estimator_logits",
     "fit_calibration",
-    "fit_on_fold",
     "log_probabilities",
-    "out_of_fold_logits",
     "select_calibration",
-    "takes_validation_rows",
-    "validated_sample_weight",
 ]

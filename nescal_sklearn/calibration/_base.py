@@ -30,12 +30,12 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
+from joblib import Parallel, delayed
 from scipy.special import softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, _fit_context, clone
 from sklearn.exceptions import NotFittedError
 from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import check_cv
 from sklearn.utils import _safe_indexing, check_random_state, get_tags, indexable
 from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.metadata_routing import (
@@ -51,18 +51,18 @@ from sklearn.utils.validation import (
     check_consistent_length,
     check_is_fitted,
     column_or_1d,
-    has_fit_parameter,
     validate_data,
 )
 
-from ._folds import (
-    check_fold_classes,
-    check_partition,
-    cross_fit,
+from .._params import plain
+from ..model_selection import (
     estimator_logits,
+    fit_on_fold,
     inner_split,
+    make_folds,
     out_of_fold_logits,
     validated_sample_weight,
+    weight_parameter,
 )
 from ._maps import (
     ModelMixture,
@@ -124,11 +124,6 @@ class _CalibratedClassifier:
         )
 
 
-def _plain(value):
-    """``value`` with a numpy scalar turned into its Python equivalent, for messages."""
-    return value.item() if isinstance(value, np.generic) else value
-
-
 def _plain_number(value: float) -> int | float:
     """``value`` as an int when it is one (a count of rows), for messages."""
     return int(value) if float(value).is_integer() else float(value)
@@ -175,8 +170,12 @@ class PostHocCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         estimator.
     cv : int, cross-validation generator or iterable, default=None
         ``None`` fits on a held-out split; otherwise the folds of a cross-fitting, as
-        accepted by :func:`sklearn.model_selection.check_cv` (an int means
-        ``StratifiedKFold``). Must be ``None`` with a frozen estimator.
+        accepted by :func:`sklearn.model_selection.check_cv`: an int means
+        ``StratifiedKFold``, or, when ``X`` has exact duplicate rows,
+        ``StratifiedGroupKFold`` folds that keep copies of a row in one fold, as
+        :class:`~nescal_sklearn.ensemble.CrossFitClassifier` makes them
+        (:func:`~nescal_sklearn.model_selection.make_folds`). Must be ``None`` with a
+        frozen estimator.
     random_state : int, RandomState instance or None, default=None
         Seeds the held-out split, or with ``cv`` the inner split that holds
         ``oof_proba_`` out of each fold's map. Ignored with a frozen estimator.
@@ -196,7 +195,11 @@ class PostHocCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     then holds every row's calibrated probabilities held out for both the model and the
     map: from the fold model that did not train on the row, through a map fitted on the
     fold's other held-out rows (an inner split, seeded by ``random_state``), so that it
-    scores the calibration honestly.
+    scores the calibration honestly. The folds are checked before any fit: they must
+    split the rows into a partition, hold rows of every class in every training part
+    and (with ``sample_weight``) a positive weight in every part; copies of a row that
+    a given splitter puts in several test parts (which would make ``oof_proba_`` and
+    the folds' maps see in-sample predictions) are counted in a warning.
 
     ``fit`` refuses empty input. Small or incomplete calibration sets are accepted, and
     three rules, the same for every calibrator, keep them from making the model much
@@ -366,7 +369,7 @@ class PostHocCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     def _fit_frozen(self, estimator, X, y, sample_weight) -> list[_CalibratedClassifier]:
         if self.cv is not None:
             raise ValueError(
-                f"cv={_plain(self.cv)!r} cannot be used with a FrozenEstimator: a frozen "
+                f"cv={plain(self.cv)!r} cannot be used with a FrozenEstimator: a frozen "
                 "estimator is never refitted, so all of X, y calibrate it. Pass cv=None."
             )
         try:
@@ -384,12 +387,15 @@ class PostHocCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     @staticmethod
     def _unrouted_fit_params(estimator, sample_weight, fit_params) -> dict:
         """The estimator's ``fit`` parameters without metadata routing: ``fit_params``, and
-        ``sample_weight`` when its ``fit`` accepts it (a warning says when it does not)."""
+        ``sample_weight`` where its ``fit`` takes it (a ``Pipeline``'s final step's,
+        :func:`~nescal_sklearn.model_selection.weight_parameter`); a warning says when it
+        does not."""
         params = dict(fit_params)
         if sample_weight is None:
             return params
-        if has_fit_parameter(estimator, "sample_weight"):
-            params["sample_weight"] = sample_weight
+        parameter = weight_parameter(estimator)
+        if parameter is not None:
+            params[parameter] = sample_weight
         else:
             warnings.warn(
                 f"{type(estimator).__name__}.fit does not accept sample_weight; the weights "
@@ -454,22 +460,27 @@ class PostHocCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             train, test = self._held_out_split(y_encoded)
             fit_params = _check_method_params(X, params=estimator_params, indices=train)
             fitted = clone(estimator).fit(_safe_indexing(X, train), y[train], **fit_params)
-            check_fold_classes(fitted, self.classes_, None)
             weights = None if sample_weight is None else sample_weight[test]
             return [
                 self._calibrate(fitted, _safe_indexing(X, test), y_encoded[test], weights, None)
             ]
-        cv = check_cv(self.cv, y_encoded, classifier=True)
-        folds = list(cv.split(X, y_encoded, **split_params))
-        check_partition(folds, y_encoded.size, self.cv)
-        fitted = cross_fit(
-            [estimator], X, y, folds, fit_params=[estimator_params], n_jobs=self.n_jobs
+        folds = make_folds(
+            self.cv,
+            X,
+            y_encoded,
+            self.classes_,
+            groups=split_params.get("groups"),
+            sample_weight=sample_weight,
         )
-        logits = out_of_fold_logits(fitted, X, folds, self.classes_)[0]
+        fitted = Parallel(n_jobs=self.n_jobs)(
+            delayed(fit_on_fold)(estimator, X, y, train, test, fit_params=estimator_params)
+            for train, test in folds
+        )
+        logits = out_of_fold_logits([[model] for model in fitted], X, folds, self.classes_)[0]
         rng = check_random_state(self.random_state)
         pairs, response_method = [], None
         self.oof_proba_ = np.empty_like(logits)
-        for (model,), (_, test) in zip(fitted, folds, strict=True):
+        for model, (_, test) in zip(fitted, folds, strict=True):
             weights = None if sample_weight is None else sample_weight[test]
             pair = self._calibrate(
                 model, _safe_indexing(X, test), y_encoded[test], weights, response_method
@@ -562,7 +573,7 @@ class PostHocCalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             if single:
                 left = self.classes_[pairs[single[0]].calibrator.present_].tolist()
                 nothing = (
-                    f" With the single class {_plain(left[0])!r} left, nothing is calibrated: "
+                    f" With the single class {plain(left[0])!r} left, nothing is calibrated: "
                     "the calibrated probabilities are the model's own."
                     if len(pairs) == 1
                     else f" Splits {single} hold a single class, so nothing is calibrated "

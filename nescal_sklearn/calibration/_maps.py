@@ -28,7 +28,6 @@ from scipy.special import log_softmax, logsumexp, softmax
 
 __all__ = [
     "MIN_PROBABILITY",
-    "PROBA_FLOOR",
     "ModelMixture",
     "PresentClassesMap",
     "calibrate_probabilities",
@@ -37,9 +36,6 @@ __all__ = [
     "floor_probabilities",
     "log_probabilities",
 ]
-
-#: Probabilities are clipped to this floor before taking their logarithm.
-PROBA_FLOOR = 1e-12
 
 #: No calibrated probability is below this. A row's largest probability is then at most
 #: ``1 - MIN_PROBABILITY``, which float64 tells from 1 (its spacing below 1 is 1.1e-16),

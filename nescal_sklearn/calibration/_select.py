@@ -14,7 +14,7 @@ from functools import partial
 
 import numpy as np
 
-from ._folds import inner_split
+from ..model_selection import inner_split
 from ._maps import _CalibrationMap, _LogitMap, fit_map, floor_probabilities
 from ._quadratic import _QuadraticScalingMap
 from ._structured_matrix import _StructuredMatrixScalingMap
@@ -80,7 +80,6 @@ def select_calibration(
     sample_weight: np.ndarray | None = None,
     n_splits: int = 5,
     random_state=None,
-    rule: str = "one_se",
 ) -> tuple[str, dict[str, float], np.ndarray]:
     """Choose a calibration map by cross-validation on the rows, preferring simple maps.
 
@@ -107,10 +106,6 @@ def select_calibration(
         Parts of the inner cross-validation (stratified, shuffled).
     random_state : int, RandomState instance or None, default=None
         Seeds the inner split.
-    rule : {"one_se", "lowest"}, default="one_se"
-        ``"one_se"``: the simplest candidate within one standard error of the best, as
-        above; ``"lowest"``: the candidate of lowest mean held-out NLL, however small
-        its lead.
 
     Returns
     -------
@@ -148,8 +143,6 @@ def select_calibration(
         losses[name] = -np.log(proba[np.arange(y.size), y])
     mean = {name: float(np.average(loss, weights=weights)) for name, loss in losses.items()}
     best = min(mean, key=mean.get)
-    if rule == "lowest":
-        return best, mean, held_out[best]
     for name in candidates:  # simplest first
         diff = losses[name] - losses[best]
         se = np.sqrt(np.average((diff - np.average(diff, weights=weights)) ** 2, weights=weights))

@@ -2,12 +2,12 @@
 out of fold.
 
 Every row trains and every row calibrates. :func:`~._schedule.fit_in_stages` fits the
-members fold by fold within the time budget (:mod:`._budget`); their out-of-fold logits
-(:func:`~nescal_sklearn.calibration.out_of_fold_logits`) are weighed by the greedy
-selection (:func:`greedy_ensemble_weights`), and the calibration room chooses and fits one
-map on the weighted ensemble's out-of-fold logits
-(:func:`~nescal_sklearn.calibration.select_calibration`). With ``refit=True`` each member
-is refitted on all rows as its fold models trained (:mod:`._refit`).
+members fold by fold within the time budget (:mod:`._budget`) through the fold layer
+(:mod:`nescal_sklearn.model_selection`: folds, fold fits, out-of-fold logits); their
+out-of-fold logits are weighed by the greedy selection (:func:`greedy_ensemble_weights`),
+and the calibration room chooses and fits one map on the weighted ensemble's out-of-fold
+logits (:func:`~nescal_sklearn.calibration.select_calibration`). With ``refit=True`` each
+member is refitted on all rows as its fold models trained (:mod:`._refit`).
 """
 
 from __future__ import annotations
@@ -42,20 +42,22 @@ from sklearn.utils.validation import (
 from ..calibration import (
     CALIBRATIONS,
     calibrate_probabilities,
-    estimator_logits,
     fit_calibration,
     log_probabilities,
-    out_of_fold_logits,
     select_calibration,
-    validated_sample_weight,
 )
 from ..metrics.logits import weighted_nll
+from ..model_selection import (
+    estimator_logits,
+    make_folds,
+    out_of_fold_logits,
+    validated_sample_weight,
+)
 from ._budget import CLOCK, FIT_SHARE, REFIT_FIT_SHARE, TimeBudget
 from ._greedy import greedy_ensemble_weights
 from ._members import checked_labels, member_fit_params, relative_weights
 from ._refit import refit_on_all_rows
 from ._schedule import StagedFits, fit_in_stages, reissue
-from ._splits import make_folds
 
 __all__ = ["CrossFitClassifier"]
 
@@ -152,12 +154,11 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
         or ``predict_proba``.
     cv : int or cross-validation splitter, default=5
         Folds: an int is ``StratifiedKFold(cv, shuffle=True, random_state=random_state)``.
-    calibration : {"auto", "lowest", "identity", "temperature", "quadratic", "sms"}, \
-default="auto"
+    calibration : {"auto", "identity", "temperature", "quadratic", "sms"}, default="auto"
         The map fitted on the out-of-fold ensemble; ``"quadratic"`` is binary only,
         ``"sms"`` (structured matrix scaling) needs at least 3 classes. ``"auto"``
         chooses among the maps that apply the simplest within one standard error of the
-        best (:func:`select_calibration`); ``"lowest"`` the one of lowest held-out NLL.
+        best (:func:`select_calibration`).
     ensemble_size : int, default=25
         Additions of the greedy ensemble selection (with one member, unused).
     n_jobs : int or None, default=None
@@ -257,7 +258,12 @@ default="auto"
     duplicates are natural (3,000 rows of the dev set letter, 2.9 % of them in groups of
     copies), it changes little: out-of-fold NLL 0.464 -> 0.469, fresh 0.389 -> 0.388. When a
     splitter (or ``groups`` it ignores) still puts a group or copies in several test
-    parts, ``fit`` warns once with their count.
+    parts, ``fit`` warns once with their count. Data made of few distinct rows (5 or
+    more rows per distinct row on average, a table of a few categorical columns) gets
+    the plain stratified folds instead, as fresh rows repeat its rows, with a warning
+    that says so (:func:`~nescal_sklearn.model_selection.make_folds`; the rule and its
+    figures: ``docs/calibration.md``, "Copies of few distinct rows"). Group ids may be of
+    any hashable kind (strings, floats, large or negative integers).
 
     Examples
     --------
@@ -280,7 +286,7 @@ default="auto"
     _parameter_constraints: dict = {
         "estimators": [list, None],
         "cv": ["cv_object"],
-        "calibration": [StrOptions({"auto", "lowest", *CALIBRATIONS})],
+        "calibration": [StrOptions({"auto", *CALIBRATIONS})],
         "ensemble_size": [Interval(numbers.Integral, 1, None, closed="left")],
         "n_jobs": [None, numbers.Integral],
         "random_state": ["random_state"],
@@ -345,7 +351,7 @@ default="auto"
         return names, [estimator for _, estimator in members]
 
     def _candidates(self, n_classes: int) -> list[str]:
-        if self.calibration in ("auto", "lowest"):
+        if self.calibration == "auto":
             return [name for name in CALIBRATIONS if _applies(name, n_classes)]
         if not _applies(self.calibration, n_classes):
             raise ValueError(
@@ -452,7 +458,9 @@ default="auto"
         fit_params = self._member_params(names, members, sample_weight, groups)
         candidates = self._candidates(classes.size)
         rng = check_random_state(self.random_state)
-        folds = make_folds(self.cv, X, y_encoded, classes, groups, sample_weight, rng)
+        folds = make_folds(
+            self.cv, X, y_encoded, classes, groups=groups, sample_weight=sample_weight, rng=rng
+        )
         seeds = (
             None
             if self.random_state is None
@@ -490,7 +498,6 @@ default="auto"
             data.candidates,
             sample_weight=oof.w,
             random_state=data.rng.randint(2**31 - 1),
-            rule="lowest" if self.calibration == "lowest" else "one_se",
         )
         self.weights_ = weights
         self.calibration_ = name

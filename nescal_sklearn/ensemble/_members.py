@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Sequence
 
 import numpy as np
-from sklearn.pipeline import Pipeline
-from sklearn.utils.validation import has_fit_parameter
+
+from .._params import label_kinds
+from ..model_selection import weight_parameter
 
 __all__ = ["checked_labels", "member_fit_params", "relative_weights"]
 
@@ -23,18 +23,8 @@ def checked_labels(y):
         When ``y`` mixes label types (numbers and strings, or ``None`` among them).
     """
     values = np.asarray(y)
-    if values.dtype != object:
-        return y
-    kinds = {
-        "number" if isinstance(v, numbers.Number) and not isinstance(v, bool) else type(v).__name__
-        for v in values.ravel().tolist()
-    }
-    if len(kinds) > 1 or kinds & {"NoneType"}:
-        raise ValueError(
-            f"y must hold labels of one type (all numbers or all strings); got a mix of "
-            f"{sorted(kinds)}. Convert the labels to one type, e.g. y.astype(str)."
-        )
-    if kinds <= {"number", "bool"}:
+    kinds = label_kinds(values, "y")
+    if kinds and kinds <= {"number", "bool"}:
         return np.asarray(values.tolist())
     return y
 
@@ -61,25 +51,14 @@ def relative_weights(sample_weight: np.ndarray | None) -> np.ndarray | None:
     return sample_weight * (sample_weight.size / total)
 
 
-def _weight_parameter(member) -> str | None:
-    """The ``fit`` parameter that takes ``member``'s sample weights, or None: its own
-    ``sample_weight``, or a ``Pipeline``'s ``<last step>__sample_weight``."""
-    if has_fit_parameter(member, "sample_weight"):
-        return "sample_weight"
-    if isinstance(member, Pipeline) and member.steps:
-        name, last = member.steps[-1]
-        if last not in (None, "passthrough") and has_fit_parameter(last, "sample_weight"):
-            return f"{name}__sample_weight"
-    return None
-
-
 def member_fit_params(
     names: Sequence[str], members: Sequence, sample_weight: np.ndarray | None
 ) -> list[dict]:
     """Each member's ``fit`` parameters without metadata routing: the weights, when given.
 
     A member gets ``sample_weight`` when its ``fit`` takes it; a ``Pipeline`` gets it as
-    ``<last step>__sample_weight`` when its final estimator takes it.
+    ``<last step>__sample_weight`` when its final estimator takes it
+    (:func:`~nescal_sklearn.model_selection.weight_parameter`, the calibrators' rule too).
 
     Raises
     ------
@@ -91,7 +70,7 @@ def member_fit_params(
         return [{} for _ in members]
     params = []
     for name, member in zip(names, members, strict=True):
-        parameter = _weight_parameter(member)
+        parameter = weight_parameter(member)
         if parameter is None:
             raise TypeError(
                 f"Underlying estimator {type(member).__name__} does not support sample "

@@ -20,6 +20,7 @@ from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.utils.validation import _num_samples
 
 from ..exceptions import ParameterError
+from ..model_selection import seeded
 from ._budget import TimeBudget
 from ._schedule import kept_warnings
 
@@ -81,10 +82,7 @@ def refit_on_all_rows(
     stops on time gets the time left to its deadline (:meth:`TimeBudget.started`). An error of the refit says that it is the refit of
     member ``name`` (:func:`_refit_error`).
     """
-    estimator = clone(member).set_params(**refit_params(member, fold_models))
-    if seed is not None:
-        names = [n for n in estimator.get_params() if n.split("__")[-1] == "random_state"]
-        estimator.set_params(**dict.fromkeys(names, seed))
+    estimator = seeded(clone(member).set_params(**refit_params(member, fold_models)), seed)
     with kept_warnings(parent) as kept:
         if budget is not None:
             estimator = budget.started(estimator)

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 
-from ..calibration import fit_on_fold
+from ..model_selection import fit_on_fold
 from ._budget import TimeBudget, stops_on_time
 
 __all__ = ["StagedFits", "fit_in_stages", "kept_warnings", "reissue"]

@@ -22,7 +22,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from .._params import plain
+from .._params import label_kinds, plain
 from ..preprocessing import ColumnLayout
 from ._settings import FitSettings
 
@@ -66,21 +66,6 @@ class FitData:
     w_valid: np.ndarray | None
     held_out: bool
     layout: ColumnLayout | None
-
-
-def _check_labels(y: np.ndarray, name: str) -> None:
-    """Labels must be of one kind: all numbers or all strings (no None)."""
-    if y.dtype != object:
-        return
-    kinds = {
-        "number" if isinstance(v, numbers.Number) and not isinstance(v, bool) else type(v).__name__
-        for v in y.tolist()
-    }
-    if len(kinds) > 1 or kinds & {"NoneType"}:
-        raise ValueError(
-            f"{name} must hold labels of one type (all numbers or all strings); got a mix "
-            f"of {sorted(kinds)}. Convert the labels to one type, e.g. y.astype(str)."
-        )
 
 
 def _row_weights(
@@ -239,7 +224,7 @@ def _validation_rows(estimator, X_val, y_val, sample_weight_val, classes, encode
             f"X_val and y_val must have the same number of rows; got {len(X_valid)} and "
             f"{len(y_val)}."
         ) from None
-    _check_labels(y_val, "y_val")
+    label_kinds(y_val, "y_val")
     unknown = np.setdiff1d(y_val, classes)
     if len(unknown):
         raise ValueError(
@@ -299,7 +284,7 @@ def prepare_fit_data(
     scratch = type(estimator).__new__(type(estimator))
     scratch.__dict__.update(estimator.get_params(deep=False))
     X, y = validate_data(scratch, X, y, dtype=np.float32, ensure_min_samples=2)
-    _check_labels(np.asarray(y), "y")
+    label_kinds(np.asarray(y), "y")
     check_classification_targets(y)
     encoder = LabelEncoder().fit(y)
     classes = encoder.classes_

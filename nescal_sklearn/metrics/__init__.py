@@ -45,9 +45,10 @@ from ._calibration_error import (
 from ._debiased import debiased_calibration_error
 from ._local import local_calibration_error
 from ._ood import ood_aupr_in, ood_aupr_out, ood_auroc, ood_fpr_at_tpr, predictive_entropy
-from ._refinement import refinement_log_loss
+from ._refinement import PROBA_FLOOR, refinement_log_loss
 
 __all__ = [
+    "PROBA_FLOOR",
     "BootstrapInterval",
     "ReliabilityBand",
     "ReliabilityCurve",

@@ -9,9 +9,10 @@ import numpy as np
 from ._validation import check_classification_proba
 from .logits import optimal_log_temperature
 
-__all__ = ["refinement_log_loss"]
+__all__ = ["PROBA_FLOOR", "refinement_log_loss"]
 
-#: Probabilities are clipped to this floor before their logarithm is taken as logits.
+#: Probabilities are clipped to this floor before their logarithm is taken as logits (here,
+#: and wherever the package turns a ``predict_proba`` into logits).
 PROBA_FLOOR = 1e-12
 
 

@@ -7,6 +7,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .._params import plain
+
 TOP_LABEL = "top_label"
 STRATEGIES = ("uniform", "quantile")
 # Rows of ``y_proba`` must sum to 1 within this relative tolerance (float64 input); lower
@@ -21,14 +23,6 @@ class CheckedProba(NamedTuple):
     proba: np.ndarray  # (n, C) float64
     labels: np.ndarray  # (C,) the class of each column
     sample_weight: np.ndarray  # (n,) float64, non-negative, positive sum
-
-
-def plain(value: Any) -> Any:
-    """``value`` with a numpy scalar turned into its Python equivalent, for messages.
-
-    So that ``{value!r}`` reads ``2``, ``0.5`` or ``'a'``, not ``np.int64(2)``.
-    """
-    return value.item() if isinstance(value, np.generic) else value
 
 
 def check_n_bins(n_bins: Any) -> int:

@@ -11,6 +11,7 @@ from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import FunctionTransformer, OneHotEncoder, StandardScaler
 from sklearn.utils.validation import check_is_fitted
 
+from .._params import plain as _plain
 from ._columns import (
     ACCEPTED_KINDS,
     TemporalColumns,
@@ -58,11 +59,6 @@ _GIVE = {
     "datetime": "datetimes (datetime64, datetime.date, datetime.datetime or Timestamp)",
     "timedelta": "durations (timedelta64, datetime.timedelta or Timedelta)",
 }
-
-
-def _plain(name):
-    """A column name as the Python value it is (for messages)."""
-    return name.item() if isinstance(name, np.generic) else name
 
 
 class TabularPreprocessor(ColumnTransformer):
