@@ -23,11 +23,13 @@ import numpy as np
 from ._conditions import CLEAN
 from ._records import write_atomic
 from ._registry import METRICS
-from ._stats import average_ranks, paired_comparison, relative_change, unit_table, wilcoxon_p
+from ._stats import average_ranks, paired_comparison, relative_change, unit_table
 
 #: How a stage is written in the tables (``ts``: after temperature scaling), and in titles.
 STAGE_LABELS = {"temperature": "ts"}
 STAGE_TITLES = {"temperature": "temperature scaling"}
+#: The numeric run columns of the results frame that ``compare --ratio`` takes ratios of.
+RATIO_COLUMNS = ("fit_seconds", "predict_seconds", "model_bytes", "cache_seconds", "network_weight")
 
 
 class CompareError(ValueError):
@@ -110,57 +112,79 @@ def _metric(frame, names: list[str], metric: str | None):
     return name, registry[name]
 
 
-def _comparison(frame, names, metric, info, method, refs, stage, with_accuracy):
-    values = unit_table(frame, names, stage, metric)
-    if method not in values or any(r not in values for r in refs):
-        return None
+def _comparison(frame, names, metric, info, method, refs, stage, with_accuracy, tolerance=0.01):
+    values = unit_table(frame, names, stage, metric).reindex(columns=[method, *refs])
     accuracy = None
     if with_accuracy:
-        acc = unit_table(frame, names, stage, "accuracy")
+        acc = unit_table(frame, names, stage, "accuracy").reindex(columns=[method, *refs])
         accuracy = (acc[method].to_dict(), {r: acc[r].to_dict() for r in refs})
-    references = {r: values[r].to_dict() for r in refs}
     return paired_comparison(
         values[method].to_dict(),
-        references,
+        {r: values[r].to_dict() for r in refs},
         greater_is_better=info.greater_is_better,
         accuracy=accuracy,
+        tolerance=tolerance,
     )
 
 
-def comparison_table(frame, names, metric, info, refs, methods, with_accuracy):
-    """Every method but ``refs`` against (the per-unit better of) ``refs``, at every stage."""
+def comparison_table(
+    frame, names, metric, info, refs, methods, with_accuracy, tolerance=0.01, ratios=()
+):
+    """Every method but ``refs`` against (the per-unit better of) ``refs``, at every stage;
+    ``tolerance`` and ``ratios`` as in :func:`compare_markdown`."""
     rows = []
     for method in (m for m in methods if m not in refs):
         for stage in frame.attrs["stages"]:
-            c = _comparison(frame, names, metric, info, method, refs, stage, with_accuracy)
+            args = (frame, names, metric, info, method, refs, stage, with_accuracy, tolerance)
+            c = _comparison(*args)
             if c is None:
                 continue
             accuracy = "–" if c.accuracy_change is None else f"{100 * c.accuracy_change:+.2f} pt"
-            better, change = f"{c.n_better}/{len(c.datasets)}", f"{c.median_change:+.2f} %"
-            label = STAGE_LABELS.get(stage, stage)
-            rows.append([method, label, better, change, f"{c.p_value:.3g}", accuracy])
-    word = "higher" if info.greater_is_better else "lower"
-    columns = ["method", "stage", f"{word} {info.label} on", f"median {info.label} change"]
-    return table([*columns, "Wilcoxon p", "median accuracy change"], rows)
+            counts = [f"{c.n_better}/{len(c.datasets)}"]
+            counts += [" / ".join(map(str, c.at_tolerance))] if tolerance else []
+            label, change = STAGE_LABELS.get(stage, stage), _percent(c.median_change)
+            row = [method, label, *counts, change, f"{c.p_value:.3g}", accuracy]
+            for column in ratios:  # against each unit's reference
+                runs = unit_table(frame, names, stage, metric, column)
+                runs = runs.reindex(index=c.datasets, columns=[method, *refs])
+                pairs = zip(c.datasets, c.references, strict=True)
+                r = np.array([runs.at[d, method] / runs.at[d, ref] for d, ref in pairs])
+                median, low, high, halved = np.median(r), r.min(), r.max(), np.sum(r <= 0.5)
+                row.append(f"{median:.3g} ({low:.3g}–{high:.3g}), ≤ 0.5 on {halved}/{len(r)}")
+            rows.append(row)
+    word, other = ("higher", "lower") if info.greater_is_better else ("lower", "higher")
+    columns = ["method", "stage", f"{word} {info.label} strictly on"]
+    columns += [f"at {100 * tolerance:g} %: {word} / tied / {other}"] if tolerance else []
+    columns += [f"median {info.label} change", "Wilcoxon p", "median accuracy change"]
+    columns += [f"{column} ratio: median (range), ≤ 0.5 on" for column in ratios]
+    return table(columns, rows)
 
 
 def penalty_blocks(frame) -> list:
-    """Per neighbour-loss method, the reported fits and those the penalty never trained."""
-    statuses = frame.drop_duplicates("key").dropna(subset=["penalty_status"])
-    rows = []
-    for method, group in statuses.groupby("method", sort=False):
-        counts = group["penalty_status"].value_counts().sort_index()
-        inactive = counts.drop("penalised", errors="ignore")
-        why = ", ".join(f"{s} {n}" for s, n in inactive.items()) or "-"
-        rows.append([method, len(group), int(inactive.sum()), why])
+    """Per method and member of a cross-fitted method (``–``: the method's own network),
+    the fits that dropped the member after the first fold, and its fitted models by
+    ``penalty_status``."""
+    import pandas as pd
+
+    fits, rows = frame.drop_duplicates("key"), []
+    for _, fit in fits.iterrows():
+        method, dropped, members = fit["method"], fit["dropped"], fit["member_status"] or {}
+        if isinstance(fit["penalty_status"], str):
+            rows.append((method, "–", fit["penalty_status"], 1))
+        rows += [(method, m, "dropped after fold 1", 1) for m in dropped or ()]
+        rows += [(method, m, s, n) for m, found in members.items() for s, n in found.items()]
     if not rows:
         return []
+    counts = pd.DataFrame(rows, columns=["method", "member", "what", "n"]).pivot_table(
+        index=["method", "member"], columns="what", values="n", aggfunc="sum", fill_value=0
+    )
+    counts.insert(0, "fits", counts.index.get_level_values(0).map(fits["method"].value_counts()))
     return [
-        "## Penalty status",
-        "Reported fits of the neighbour-penalty methods, and how many of them returned a model "
-        "the penalty never trained (`penalty_status` other than `penalised`: no graph was built, "
-        "or early stopping restored an epoch from before it), which equals plain warm-up training.",
-        table(["Method", "Fits", "Not penalised", "Why"], rows),
+        "## Members and penalty status",
+        "Per method, and per member of a cross-fitted method (`–`: its own network): its fits, "
+        "those that dropped the member after the first fold, and the member's models by "
+        "`penalty_status` (other than `penalised`: the penalty never trained the model).",
+        table(["method", "member", *counts.columns], counts.reset_index().to_numpy()),
     ]
 
 
@@ -171,6 +195,8 @@ def compare_markdown(
     best_of: Sequence[str] = ("ce", "label_smoothing"),
     condition: str | Sequence[str] = CLEAN,
     metric: str | None = None,
+    tolerance: float = 0.01,
+    ratios: Sequence[str] = (),
 ) -> str:
     """The comparison tables as Markdown.
 
@@ -191,14 +217,25 @@ def compare_markdown(
     metric : str or None, default=None
         The compared metric; None: NLL, or the condition's own default (the entropy
         AUROC for an out-of-distribution condition).
+    tolerance : float, default=0.01
+        Beside the strict count, the units where the method is better, tied and worse at
+        this relative tie tolerance (:func:`~._stats.wins_ties_losses`); 0: not shown.
+    ratios : sequence of str, default=()
+        Run columns of :data:`RATIO_COLUMNS` (``fit_seconds``, ...): for each, the median
+        over units of the per-unit ratio of the method's seed mean to its reference's (a
+        median of ratios, never a ratio of medians), their range, and the units where the
+        ratio is at most 0.5.
 
     Raises
     ------
     CompareError
-        For an unknown condition or metric, or conditions that record different metrics.
+        For an unknown condition, metric or ratio column, or conditions that record
+        different metrics.
     """
     names = _conditions(frame, condition)
     metric, info = _metric(frame, names, metric)
+    if not set(ratios) <= set(RATIO_COLUMNS):
+        raise CompareError(f"ratios: expected run columns of {RATIO_COLUMNS}, got {list(ratios)}")
     conditions = frame.attrs["conditions"]
     with_accuracy = metric != "accuracy" and (
         names[0] == CLEAN or "accuracy" in conditions[names[0]].metrics
@@ -228,7 +265,8 @@ def compare_markdown(
                 "The better reference is chosen per dataset and stage in hindsight, which "
                 "favours the reference."
             )
-        blocks.append(comparison_table(frame, names, metric, info, refs, methods, with_accuracy))
+        args = (frame, names, metric, info, refs, methods, with_accuracy, tolerance, ratios)
+        blocks.append(comparison_table(*args))
     if pooling:
         rows = []
         for stage in stages:
@@ -282,11 +320,9 @@ def plot_comparison(
     names = _conditions(frame, condition)
     metric, info = _metric(frame, names, metric)
     have = sorted(frame["method"].unique())
-    unknown = sorted(set(methods) - set(have))
+    unknown = sorted({*methods, reference} - set(have))
     if unknown:
-        raise CompareError(f"--plot-methods: no records of {unknown}; methods are {have}")
-    if reference not in have:
-        raise CompareError(f"--plot: no records of reference {reference!r}")
+        raise CompareError(f"--plot: no records of {unknown}; methods are {have}")
     stage = next((s for s in frame.attrs["stages"] if s != "raw"), "raw")
     found = {
         m: _comparison(frame, names, metric, info, m, [reference], stage, False) for m in methods
@@ -310,8 +346,8 @@ def plot_comparison(
     return Path(path)
 
 
-def _median_change(values, reference) -> str:
-    return f"{np.median(relative_change(values, reference)):+.2f} %"
+def _percent(change: float) -> str:
+    return "–" if np.isnan(change) else f"{change:+.2f} %"
 
 
 def calibrators_markdown(
@@ -350,24 +386,17 @@ def calibrators_markdown(
         method, dataset, seed = pair.index[int(np.argmax(changes))]
         worse = int(np.sum(changes > tolerance))
         worst = f"{dataset} / {method} / seed {seed}"
-        row = [stage, len(pair), _median_change(pair[stage], pair["raw"]), worse]
+        row = [stage, len(pair), _percent(np.median(changes)), worse]
         per_fit.append([*row, f"{changes.max():+.2f} %", worst])
-    against = []
-    for stage in (s for s in ["raw", *calibrated] if s != reference and s in seeds):
-        pair = seeds[[stage, reference]].dropna()
-        if pair.empty:
-            continue
-        lower = f"{int(np.sum(pair[stage] < pair[reference]))}/{len(pair)}"
-        p = wilcoxon_p(relative_change(pair[stage], pair[reference]))
-        against.append([stage, lower, _median_change(pair[stage], pair[reference]), f"{p:.3g}"])
-    per_method = []
-    for method in methods:
-        cells = []
-        for stage in calibrated:
-            found = method in seeds.index and stage in seeds and "raw" in seeds
-            pair = seeds.loc[[method]][["raw", stage]].dropna() if found else []
-            cells.append("–" if len(pair) == 0 else _median_change(pair[stage], pair["raw"]))
-        per_method.append([method, *cells])
+    against, means = [], seeds.reindex(columns=["raw", *calibrated])
+    for stage in (s for s in ["raw", *calibrated] if s != reference):
+        c = paired_comparison(means[stage], {reference: means[reference]}, greater_is_better=False)
+        if c is not None:
+            lower = f"{c.n_better}/{len(c.datasets)}"
+            against.append([stage, lower, _percent(c.median_change), f"{c.p_value:.3g}"])
+    changes = 100 * means[calibrated].sub(means["raw"], axis=0).div(means["raw"], axis=0)
+    medians = changes.groupby(level="method").median().reindex(methods)
+    per_method = [[m, *(_percent(v) for v in row)] for m, row in medians.iterrows()]
     n_datasets, label = frame["dataset"].nunique(), metric.upper()
     columns = ["calibrator", "fits", "median change", f"fits > {tolerance:g} % worse"]
     return render(

@@ -131,9 +131,10 @@ def _report_blocks(results, frame, methods: list[str]) -> tuple[list, object]:
     blocks += [
         "## Paired comparisons",
         "Per-dataset means over the confirm seeds of each method against the reference, at "
-        "every stage (as `nescal-bench compare`): the datasets where it is better, the median "
-        "relative change and the two-sided Wilcoxon signed-rank p-value of the changes (nan "
-        "with fewer than 2 datasets or all changes zero).",
+        "every stage (as `nescal-bench compare`): the datasets where it is strictly better, "
+        "better, tied and worse at the config's `tie_tolerance`, the median relative change "
+        "and the two-sided Wilcoxon signed-rank p-value of the changes (nan with fewer than 2 "
+        "datasets or all changes zero).",
     ]
     report, controls = config.report, list(config.report.controls or ())
     for reference, others in (
@@ -155,9 +156,8 @@ def _report_blocks(results, frame, methods: list[str]) -> tuple[list, object]:
             continue
         for metric in metrics:
             info, with_accuracy = METRICS[metric], metric != "accuracy"
-            blocks.append(
-                comparison_table(frame, [CLEAN], metric, info, [reference], others, with_accuracy)
-            )
+            args = (frame, [CLEAN], metric, info, [reference], others, with_accuracy)
+            blocks.append(comparison_table(*args, report.tie_tolerance))
     blocks += penalty_blocks(frame)
     rows = [
         [d, m, _point(p), "; ".join(f"{_point(q)}: {s:.4f}" for q, s in scores)]

@@ -27,11 +27,14 @@ from ._records import RecordStore
 #: The columns of :func:`results_frame`: one row per fit, condition, stage and metric.
 #: ``calibration`` is the map a self-calibrating fit chose (``CrossFitClassifier``'s
 #: ``calibration_``), None for the others; ``network_weight`` the summed weight of its
-#: members other than gradient boosting, NaN for the others.
+#: members other than gradient boosting, NaN for the others; ``dropped`` (the members
+#: it dropped after the first fold) and ``member_status`` (member -> ``penalty_status``
+#: -> fitted models) are a cross-fitted fit's, None for the others.
 # A data table: column names wrapped at 100 columns, not one per line (fmt: skip).
 COLUMNS = ("key", "dataset", "method", "seed", "condition", "stage", "metric", "value",
            "penalty_status", "fit_seconds", "cache_seconds", "calibration",
-           "n_train", "n_test", "predict_seconds", "model_bytes", "network_weight")  # fmt: skip
+           "n_train", "n_test", "predict_seconds", "model_bytes", "network_weight", "dropped",
+           "member_status")  # fmt: skip
 
 
 @dataclass
@@ -182,7 +185,7 @@ def _rows(record: dict):
     network = sum(w for c, w in weights if "HistGradientBoosting" not in c) if members else np.nan
     sizes = (data.get("n_train"), data.get("n_test"))
     tail = (*info, fit.get("calibration"), *sizes, run.get("predict_seconds"))
-    tail = (*tail, run.get("model_bytes"), network)
+    tail = (*tail, run.get("model_bytes"), network, fit.get("dropped"), fit.get("member_status"))
     for condition, stages in {CLEAN: record["test"], **record.get("conditions", {})}.items():
         for stage, metrics in stages.items():
             for metric, value in metrics.items():

@@ -78,6 +78,9 @@ class PairedComparison:
         Relative change of the method against that reference, in percent.
     n_better : int
         Datasets where the method is strictly better.
+    at_tolerance : (int, int, int)
+        Datasets where it is better, tied and worse at the tie tolerance
+        (:func:`wins_ties_losses`).
     median_change : float
         Median of ``changes``.
     p_value : float
@@ -90,6 +93,7 @@ class PairedComparison:
     references: list[str]
     changes: np.ndarray
     n_better: int
+    at_tolerance: tuple[int, int, int]
     median_change: float
     p_value: float
     accuracy_change: float | None
@@ -101,6 +105,7 @@ def paired_comparison(
     *,
     greater_is_better: bool,
     accuracy: tuple[Mapping[str, float], Mapping[str, Mapping[str, float]]] | None = None,
+    tolerance: float = 0.01,
 ) -> PairedComparison | None:
     """Compare per-dataset values of a method with one or several references.
 
@@ -118,6 +123,8 @@ def paired_comparison(
     accuracy : (mapping, mapping) or None, default=None
         The method's and the references' ``dataset -> accuracy``, for the median
         accuracy change against the reference chosen on each dataset.
+    tolerance : float, default=0.01
+        The relative tie tolerance of ``at_tolerance`` (the lab's 1 %).
 
     Returns
     -------
@@ -155,16 +162,20 @@ def paired_comparison(
         references=chosen,
         changes=changes,
         n_better=int(np.sum(better)),
+        at_tolerance=wins_ties_losses(
+            ours, theirs, greater_is_better=greater_is_better, tolerance=tolerance
+        ),
         median_change=float(np.median(changes)),
         p_value=wilcoxon_p(changes),
         accuracy_change=accuracy_change,
     )
 
 
-def unit_table(frame, conditions: Sequence[str], stage: str, metric: str):
+def unit_table(frame, conditions: Sequence[str], stage: str, metric: str, values: str = "value"):
     """Seed means (a ``DataFrame``: one row per unit, one column per method) of ``metric``
-    at ``stage``: the units are datasets (one condition) or ``"dataset, condition"``
-    pairs (several), every (method, unit) that has the value."""
+    at ``stage`` (or of the column ``values`` of its rows, such as ``fit_seconds``): the
+    units are datasets (one condition) or ``"dataset, condition"`` pairs (several), every
+    (method, unit) that has the value."""
     import pandas as pd
 
     rows = frame[
@@ -176,7 +187,7 @@ def unit_table(frame, conditions: Sequence[str], stage: str, metric: str):
         rows = rows.assign(dataset=rows["dataset"] + ", " + rows["condition"])
     if rows.empty:
         return pd.DataFrame()
-    return rows.pivot_table(index="dataset", columns="method", values="value", aggfunc="mean")
+    return rows.pivot_table(index="dataset", columns="method", values=values, aggfunc="mean")
 
 
 def average_ranks(table, *, greater_is_better: bool) -> tuple[dict[str, float], int]:

@@ -8,8 +8,8 @@ Usage::
     nescal-bench validate CONFIG
     nescal-bench compare RESULTS_DIR... [--confirm-seeds S ...] [--references M ...]
                          [--best-of M ...] [--condition NAME] [--metric NAME]
-                         [--methods M ...] [--stages STAGE ...]
-                         [--plot PNG] [--plot-methods M ...]
+                         [--methods M ...] [--stages STAGE ...] [--tolerance PCT]
+                         [--ratio COLUMN ...] [--plot PNG] [--plot-methods M ...]
     nescal-bench calibrators RESULTS_DIR... [--confirm-seeds S ...] [--methods M ...]
                              [--reference STAGE] [--tolerance PCT]
 
@@ -84,11 +84,26 @@ def _parser() -> argparse.ArgumentParser:
     calibrators = commands.add_parser(
         "calibrators", help="the post-hoc calibrators of a run side by side (markdown)"
     )
-    for command in (compare, calibrators):
+    tolerances = {  # percent
+        compare: (
+            1.0,
+            "beside the strict count, count at this tie tolerance (default: 1; 0: none)",
+        ),
+        calibrators: (
+            5.0,
+            "a fit is hurt when calibration raises its test NLL by more (default: 5)",
+        ),
+    }
+    for command, (tolerance, meaning) in tolerances.items():
         folders = {"nargs": "+", "metavar": "RESULTS_DIR", "help": "results folders (pooled)"}
         command.add_argument("results_dirs", **folders)
         seeds = "confirm seeds to use (default: each folder's own)"
         command.add_argument("--confirm-seeds", nargs="+", type=int, metavar="S", help=seeds)
+        methods = "only these methods (default: all; compare keeps its references)"
+        command.add_argument("--methods", nargs="+", metavar="M", help=methods)
+        command.add_argument(
+            "--tolerance", type=float, default=tolerance, metavar="PCT", help=meaning
+        )
     both = ["ce", "label_smoothing"]
     compare.add_argument(
         "--references",
@@ -116,12 +131,6 @@ def _parser() -> argparse.ArgumentParser:
         help="metric compared (default: nll, or the condition's own, e.g. auroc for OOD rows)",
     )
     compare.add_argument(
-        "--methods",
-        nargs="+",
-        metavar="M",
-        help="compare only these methods (references are added; default: all)",
-    )
-    compare.add_argument(
         "--stages",
         nargs="+",
         metavar="STAGE",
@@ -138,21 +147,19 @@ def _parser() -> argparse.ArgumentParser:
         metavar="M",
         help="methods drawn by --plot (default: every method but the references)",
     )
-    calibrators.add_argument(
-        "--methods", nargs="+", metavar="M", help="only the fits of these methods (default: all)"
+    compare.add_argument(
+        "--ratio",
+        action="append",
+        default=[],
+        metavar="COLUMN",
+        help="add the median over datasets of the ratio method / reference of this run column "
+        "(fit_seconds, predict_seconds, model_bytes, ...); repeatable",
     )
     calibrators.add_argument(
         "--reference",
         default="temperature",
         metavar="STAGE",
         help="the calibrator the others are compared with (default: temperature)",
-    )
-    calibrators.add_argument(
-        "--tolerance",
-        type=float,
-        default=5.0,
-        metavar="PCT",
-        help="a fit is hurt when calibration raises its test NLL by more (default: 5)",
     )
     return parser
 
@@ -170,17 +177,16 @@ def _compare(args) -> int:
     from ._compare import compare_markdown, plot_comparison, subset
     from ._results import results_frame
 
-    pooled = results_frame(args.results_dirs, args.confirm_seeds)
-    if args.methods is not None or args.stages is not None:
-        methods = None
-        if args.methods is not None:
-            have = set(pooled["method"])
-            extra = [m for m in [*args.references, *args.best_of] if m in have]
-            methods = list(dict.fromkeys([*args.methods, *extra]))
-        pooled = subset(pooled, methods, args.stages)
+    pooled, methods = results_frame(args.results_dirs, args.confirm_seeds), args.methods
+    if methods is not None:  # with the references the results have
+        extra = [m for m in [*args.references, *args.best_of] if m in set(pooled["method"])]
+        methods = list(dict.fromkeys([*methods, *extra]))
+    pooled = subset(pooled, methods, args.stages)
     under = {"condition": args.condition, "metric": args.metric}
+    options = {"tolerance": args.tolerance / 100, "ratios": args.ratio, **under}
     print(
-        compare_markdown(pooled, references=args.references, best_of=args.best_of, **under), end=""
+        compare_markdown(pooled, references=args.references, best_of=args.best_of, **options),
+        end="",
     )
     if args.plot is not None:
         drawn = args.plot_methods or sorted(set(pooled["method"]) - set(args.references))

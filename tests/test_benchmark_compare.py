@@ -60,15 +60,25 @@ def test_better_of_two_references_is_chosen_per_dataset():
     assert c.datasets == ["x", "y"] and c.references == ["ls", "ce"]
     assert c.changes.tolist() == pytest.approx([12.5, -50.0])
     assert (c.n_better, c.median_change) == (1, pytest.approx(-18.75))
+    assert c.at_tolerance == (1, 0, 1)  # -50 % lower, +12.5 % higher, by more than 1 %
+    wide = paired_comparison(method, references, greater_is_better=False, tolerance=0.2)
+    assert (wide.n_better, wide.at_tolerance) == (1, (1, 1, 0))  # +12.5 % is a tie at 20 %
     assert c.accuracy_change == pytest.approx(-0.05)  # median of -0.1 (vs ls) and 0.0 (vs ce)
     assert paired_comparison({"q": 1.0}, references, greater_is_better=False) is None
 
 
 # --------------------------------------------------------------------------- markdown
-def _records(method: str, nll: list[float], auroc: list[float], accuracy_shift: float = 0.0):
-    """Two seeds per dataset whose means are ``nll`` / ``auroc`` (datasets a, b, c)."""
+def _records(
+    method: str,
+    nll: list[float],
+    auroc: list[float],
+    accuracy_shift: float = 0.0,
+    fit_seconds: tuple[float, ...] = (1.0, 1.0, 1.0),
+):
+    """Two seeds per dataset whose means are ``nll`` / ``auroc`` / ``fit_seconds``
+    (datasets a, b, c)."""
     out = []
-    for dataset, n, a in zip("abc", nll, auroc, strict=True):
+    for dataset, n, a, t in zip("abc", nll, auroc, fit_seconds, strict=True):
         for seed, delta in ((3, -0.1), (4, 0.1)):
             clean = {"nll": n + delta * n, "accuracy": 0.8 + accuracy_shift, "ece": 0.1}
             far = {"auroc": a + delta * a, "max_proba": 0.9}
@@ -81,6 +91,7 @@ def _records(method: str, nll: list[float], auroc: list[float], accuracy_shift: 
                     "test": {"raw": clean, "temperature": clean},
                     "conditions": {"ood_far": {"raw": far, "temperature": far}},
                     "fit": {},
+                    "run": {"fit_seconds": t + delta * t},
                 }
             )
     return out
@@ -108,10 +119,13 @@ def test_counts_medians_and_p_values_against_each_reference():
     text = compare_markdown(pooled)
     assert text.startswith("# Paired comparisons, confirm seeds [3, 4], 3 datasets\n\n")
     against = rows_of(text, "## Against `ce`")
-    for stage in ("raw", "ts"):
-        assert f"| nescal | {stage} | 2/3 | -10.00 % | 0.5 | +1.00 pt |" in against
-        assert f"| same | {stage} | 0/3 | +0.00 % | nan | +0.00 pt |" in against
-    assert against[0].startswith("| method | stage | lower NLL on | median NLL change |")
+    for stage in ("raw", "ts"):  # at 1 %: -20 % and -10 % lower, +5 % higher
+        assert f"| nescal | {stage} | 2/3 | 2 / 0 / 1 | -10.00 % | 0.5 | +1.00 pt |" in against
+        assert f"| same | {stage} | 0/3 | 0 / 3 / 0 | +0.00 % | nan | +0.00 pt |" in against
+    assert against[0] == (
+        "| method | stage | lower NLL strictly on | at 1 %: lower / tied / higher "
+        "| median NLL change | Wilcoxon p | median accuracy change |"
+    )
     assert "Against `label_smoothing`" not in text  # absent reference skipped
     assert "better of" not in text  # a single reference present
     # per-dataset mean NLL after TS (best in bold), then raw
@@ -121,9 +135,12 @@ def test_counts_medians_and_p_values_against_each_reference():
     raw = rows_of(text, "## Raw test NLL (no temperature scaling), mean over confirm seeds\n")
     assert "| c | 0.4000 | 0.4200 | 0.4000 |" in raw
     ood = compare_markdown(pooled, condition="ood_far")
-    assert "| nescal | raw | 2/3 | +10.00 % | 0.5 | – |" in rows_of(ood, "## Against `ce`")
+    assert "| nescal | raw | 2/3 | 2 / 0 / 1 | +10.00 % | 0.5 | – |" in rows_of(
+        ood, "## Against `ce`"
+    )
     assert rows_of(ood, "## Against `ce`")[0].startswith(
-        "| method | stage | higher AUROC on | median AUROC change |"
+        "| method | stage | higher AUROC strictly on | at 1 %: higher / tied / lower "
+        "| median AUROC change |"
     )
     assert "| b | 0.7000 | **0.8400** | 0.7000 |" in rows_of(
         ood, "mean over confirm seeds"
@@ -138,10 +155,10 @@ def test_against_a_second_reference_and_the_better_of_both():
         ),
         best_of=(),
     )
-    assert "| label_smoothing | raw | 3/3 | -50.00 % | 0.25 | +0.00 pt |" in rows_of(
+    assert "| label_smoothing | raw | 3/3 | 3 / 0 / 0 | -50.00 % | 0.25 | +0.00 pt |" in rows_of(
         two, "## Against `ce`"
     )
-    assert "| ce | raw | 0/3 | +100.00 % | 0.25 | +0.00 pt |" in rows_of(
+    assert "| ce | raw | 0/3 | 0 / 0 / 3 | +100.00 % | 0.25 | +0.00 pt |" in rows_of(
         two, "## Against `label_smoothing`"
     )
     pooled = _pooled(
@@ -157,22 +174,72 @@ def test_against_a_second_reference_and_the_better_of_both():
         "the reference.\n"
     )
     better_of = rows_of(compare_markdown(pooled), title + note)
-    assert "| nescal | raw | 1/3 | +0.00 % | 1 | +0.00 pt |" in better_of
+    assert "| nescal | raw | 1/3 | 1 / 1 / 1 | +0.00 % | 1 | +0.00 pt |" in better_of
     assert not any(row.startswith(("| ce |", "| label_smoothing |")) for row in better_of)
     far = rows_of(compare_markdown(pooled, condition="ood_far"), title + note)
-    assert "| nescal | ts | 1/3 | +0.00 % | 1 | – |" in far
+    assert "| nescal | ts | 1/3 | 1 / 1 / 1 | +0.00 % | 1 | – |" in far
 
 
-def test_penalty_status_is_counted():
+def test_the_tie_tolerance_and_the_ratios_of_run_columns():
+    header = "| method | stage | lower NLL strictly on | at 15 %: lower / tied / higher "
+    header += "| median NLL change | Wilcoxon p | median accuracy change "
+    pooled = _pooled(
+        _records("ce", [1.0, 0.5, 0.4], [0.6, 0.7, 0.8], fit_seconds=(10.0, 20.0, 40.0)),
+        # NLL -20 %, -10 %, +5 %; fit seconds (seed means) 0.4, 1.5 and 1.0 times ce's
+        _records("nescal", [0.8, 0.45, 0.42], [0.66, 0.84, 0.76], fit_seconds=(4.0, 30.0, 40.0)),
+    )
+    wide = compare_markdown(pooled, tolerance=0.15, ratios=["fit_seconds"])
+    against = rows_of(wide, "## Against `ce`")
+    assert against[0] == header + "| fit_seconds ratio: median (range), ≤ 0.5 on |"
+    # at 15 %: -20 % lower, -10 % and +5 % tied; the ratios' median 1.0, not the ratio of
+    # the medians (30 / 20 = 1.5)
+    assert (
+        "| nescal | ts | 2/3 | 1 / 2 / 0 | -10.00 % | 0.5 | +0.00 pt | 1 (0.4–1.5), ≤ 0.5 on 1/3 |"
+        in against
+    )
+    strict = rows_of(compare_markdown(pooled, tolerance=0), "## Against `ce`")
+    assert strict[0] == (
+        "| method | stage | lower NLL strictly on | median NLL change | Wilcoxon p "
+        "| median accuracy change |"
+    )
+    assert "| nescal | ts | 2/3 | -10.00 % | 0.5 | +0.00 pt |" in strict
+    with pytest.raises(
+        ValueError, match=re.escape("ratios: expected run columns of ('fit_seconds'")
+    ):
+        compare_markdown(pooled, ratios=["value"])
+    # against the better of two, the ratio is to the reference chosen on each dataset:
+    # label_smoothing on a (40 s), ce on b and c (tied on c: the first given)
+    better = _pooled(
+        _records("ce", [1.0, 0.5, 0.4], [0.6, 0.7, 0.8], fit_seconds=(10.0, 10.0, 10.0)),
+        _records("label_smoothing", [0.5, 1.0, 0.4], [0.9, 0.5, 0.8], fit_seconds=(40.0,) * 3),
+        _records("nescal", [0.8, 0.45, 0.4], [0.81, 0.84, 0.8], fit_seconds=(10.0, 10.0, 10.0)),
+    )
+    text = compare_markdown(better, ratios=["fit_seconds"])
+    assert (
+        "| nescal | raw | 1/3 | 1 / 1 / 1 | +0.00 % | 1 | +0.00 pt | 1 (0.25–1), ≤ 0.5 on 1/3 |"
+        in rows_of(text, "## Against the better of")
+    )
+
+
+def test_members_and_penalty_status_are_counted():
     records = _records("nescal", [0.8, 0.45, 0.42], [0.66, 0.84, 0.76])
     for record, status in zip(records, ["penalised"] * 3 + ["no_graph"] * 2 + [None], strict=True):
         if status is not None:
             record["fit"]["penalty_status"] = status
-    text = compare_markdown(_pooled(_records("ce", [1.0, 0.5, 0.4], [0.6, 0.7, 0.8]), records))
-    assert rows_of(text, "## Penalty status") == [
-        "| Method | Fits | Not penalised | Why |",
-        "| nescal | 5 | 2 | no_graph 2 |",
+    crossfit = _records("cf", [0.8, 0.45, 0.42], [0.66, 0.84, 0.76])
+    for i, record in enumerate(crossfit):  # hgb dropped on two fits; 5 NeSCal models a fit
+        statuses = {"penalised": 5} if i < 3 else {"penalised": 2, "warmup_checkpoint": 3}
+        record["fit"] = {"dropped": ["hgb"] if i < 2 else [], "member_status": {"nescal": statuses}}
+    text = compare_markdown(
+        _pooled(_records("ce", [1.0, 0.5, 0.4], [0.6, 0.7, 0.8]), records, crossfit)
+    )
+    assert rows_of(text, "## Members and penalty status") == [
+        "| method | member | fits | dropped after fold 1 | no_graph | penalised | warmup_checkpoint |",
+        "| cf | hgb | 6 | 2 | 0 | 0 | 0 |",
+        "| cf | nescal | 6 | 0 | 0 | 21 | 9 |",
+        "| nescal | – | 6 | 0 | 2 | 3 | 0 |",
     ]
+    assert "## Members and penalty status" not in compare_markdown(_pooled(records[5:]))
 
 
 # --------------------------------------------------------------------------- end to end
@@ -250,7 +317,11 @@ def test_compare_errors(folders, capsys):
     one, _ = folders
     assert main(["compare", str(one), "--plot", "x.png", "--plot-methods", "nope"]) == 2
     assert capsys.readouterr().err == (
-        "nescal-bench: error: --plot-methods: no records of ['nope']; methods are ['ce', 'ls']\n"
+        "nescal-bench: error: --plot: no records of ['nope']; methods are ['ce', 'ls']\n"
+    )
+    assert main(["compare", str(one), "--ratio", "seconds"]) == 2
+    assert capsys.readouterr().err.startswith(
+        "nescal-bench: error: ratios: expected run columns of ('fit_seconds', "
     )
     assert main(["compare", str(one / "records")]) == 2
     assert "No config.json in results directory" in capsys.readouterr().err
@@ -302,6 +373,13 @@ def test_compare_stages_and_methods_flags(folders, capsys):
     assert "| sklearn-iris | – | – |" in rows_of(out, "## Raw test NLL")  # no raw stage kept
     assert main(["compare", str(one), "--stages", "platt"]) == 2
     assert "no stage 'platt' in the results" in capsys.readouterr().err
+    args = ["--tolerance", "0", "--ratio", "fit_seconds", "--ratio", "model_bytes"]
+    assert main(["compare", str(one), "--methods", "ls", *args]) == 0
+    assert rows_of(capsys.readouterr().out, "## Against `ce`")[0] == (
+        "| method | stage | lower NLL strictly on | median NLL change | Wilcoxon p "
+        "| median accuracy change | fit_seconds ratio: median (range), ≤ 0.5 on "
+        "| model_bytes ratio: median (range), ≤ 0.5 on |"
+    )
 
 
 # --------------------------------------------------------------------------- calibrators

@@ -353,7 +353,7 @@ def test_compare_under_an_ood_set_with_any_ood_metric(ood_run, capsys):
         "# Paired comparisons under `ood_held_out`, confirm seeds [3], 2 datasets"
     )
     assert re.search(r"\| logreg \| ts \| \d/1 \| ", out)  # only iris has the held-out class
-    assert "| method | stage | lower MSP FPR@95%TPR on |" in out
+    assert "| method | stage | lower MSP FPR@95%TPR strictly on |" in out
     assert "| sklearn-breast_cancer | – | – |" in out
     pooled = results_frame([ood_run.output])
     text = squeeze(

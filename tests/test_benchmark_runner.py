@@ -431,7 +431,9 @@ def test_report_counts_the_fits_the_penalty_never_trained(tiny_run):
                     statuses.setdefault(method, []).append(status)
     markdown = (Path(config.output) / "report.md").read_text()
     assert set(statuses) == {"nescal", "nescal_random"}  # the neighbour losses only
-    rows = {row[0]: row[1:3] for row in table_rows(markdown, "## Penalty status")[1:]}
+    header, *rows = table_rows(markdown, "## Members and penalty status")
+    assert header[:3] == ["method", "member", "fits"]
+    rows = {row[0]: dict(zip(header[1:], row[1:], strict=True)) for row in rows}
     for method, found in statuses.items():
-        inactive = [s for s in found if s != "penalised"]
-        assert rows[method] == [str(len(found)), str(len(inactive))]
+        counts = {s: str(found.count(s)) for s in header[3:]}
+        assert rows[method] == {"member": "–", "fits": str(len(found)), **counts}

@@ -230,16 +230,20 @@ def test_compare_under_a_condition(shift_run, capsys):
     out = squeeze(capsys.readouterr().out)
     assert out.startswith("# Paired comparisons under `ood_far`, confirm seeds [3], 2 datasets\n")
     assert (
-        "| method | stage | higher AUROC on | median AUROC change | Wilcoxon p "
+        "| method | stage | higher AUROC strictly on | at 1 %: higher / tied / lower "
+        "| median AUROC change | Wilcoxon p "
         "| median accuracy change |" in out
     )
-    assert re.search(r"\| logreg \| ts \| \d/2 \| [-+]\d+\.\d\d % \| [\d.]+ \| – \|", out)
+    assert re.search(
+        r"\| logreg \| ts \| \d/2 \| \d / \d / \d \| [-+]\d+\.\d\d % \| [\d.]+ \| – \|", out
+    )
     assert "## AUROC under `ood_far` after temperature scaling, mean over confirm seeds" in out
     assert main(["compare", shift_run.output, "--condition", "noise_1.0", "--metric", "ece"]) == 0
     out = squeeze(capsys.readouterr().out)
-    assert "| method | stage | lower ECE on | median ECE change |" in out
+    assert "| method | stage | lower ECE strictly on | at 1 %: lower / tied / higher |" in out
     assert re.search(
-        r"\| logreg \| raw \| \d/2 \| [-+]\d+\.\d\d % \| [\d.]+ \| [-+]\d+\.\d\d pt \|", out
+        r"\| logreg \| raw \| \d/2 \| \d / \d / \d \| [-+]\d+\.\d\d % \| [\d.]+ \| [-+]\d+\.\d\d pt \|",
+        out,
     )
     assert main(["compare", shift_run.output, "--condition", "blur"]) == 2
     assert capsys.readouterr().err == (
