@@ -397,7 +397,15 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
             rng = check_random_state(settings.random_state)
             seed = int(rng.randint(np.iinfo(np.int32).max))
             data = prepare_fit_data(
-                self, settings, X, y, sample_weight, X_val, y_val, sample_weight_val, rng
+                self,
+                settings,
+                X,
+                y,
+                sample_weight=sample_weight,
+                X_val=X_val,
+                y_val=y_val,
+                sample_weight_val=sample_weight_val,
+                rng=rng,
             )
             settings = settings.for_rows(
                 len(data.X_train), validated=data.X_valid is not None, held_out=data.held_out

@@ -210,7 +210,7 @@ def _split(
     return train, valid
 
 
-def _validation_rows(estimator, X_val, y_val, sample_weight_val, classes, encoder, class_w):
+def _validation_rows(estimator, X_val, y_val, sample_weight_val, *, classes, encoder, class_w):
     """``X_val``, ``y_val`` and their weights, checked under their own names."""
     try:
         X_valid = validate_data(estimator, X_val, dtype=np.float32, reset=False)
@@ -256,6 +256,7 @@ def prepare_fit_data(
     settings: FitSettings,
     X,
     y,
+    *,
     sample_weight=None,
     X_val=None,
     y_val=None,
@@ -317,7 +318,13 @@ def prepare_fit_data(
         )
     if X_val is not None:
         X_valid, y_valid, w_valid = _validation_rows(
-            scratch, X_val, y_val, sample_weight_val, classes, encoder, class_w
+            scratch,
+            X_val,
+            y_val,
+            sample_weight_val,
+            classes=classes,
+            encoder=encoder,
+            class_w=class_w,
         )
         X_train, y_train, w_train = X, y_enc, weights
     elif criterion:

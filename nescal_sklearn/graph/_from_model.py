@@ -300,11 +300,11 @@ def neighbourhood_from_model(
                 per_member[:, m],
                 n_neighbors,
                 graph,
-                reduction,
-                n_components,
-                method,
-                random_state,
-                return_similarities,
+                reduction=reduction,
+                n_components=n_components,
+                method=method,
+                random_state=random_state,
+                return_similarities=return_similarities,
             )
             for m in range(n_members)
         ]
@@ -315,11 +315,11 @@ def neighbourhood_from_model(
             embeddings,
             n_neighbors,
             graph,
-            reduction,
-            n_components,
-            method,
-            random_state,
-            return_similarities,
+            reduction=reduction,
+            n_components=n_components,
+            method=method,
+            random_state=random_state,
+            return_similarities=return_similarities,
         )
     device = log_probs.device
     neighbors = torch.as_tensor(neighbors, dtype=torch.int64, device=device)
@@ -339,6 +339,7 @@ def _search(
     embeddings: Tensor,
     n_neighbors: int,
     graph: str,
+    *,
     reduction: str | None,
     n_components: int | None,
     method: str,

@@ -74,6 +74,7 @@ class ExperimentalNeSCalLoss(NeSCalLoss):
         n_neighbors: int = 10,
         weight: float = 1.0,
         warmup: int | float | str = "auto",
+        *,
         divergence: str = "soft_target",
         graph: str = "knn",
         base_loss: str | TrainingLoss = "ce",

@@ -108,6 +108,7 @@ class TabMModule(nn.Module):
         self,
         n_features: int,
         n_classes: int,
+        *,
         k: int = 32,
         n_blocks: int | None = None,
         d_block: int = 512,
