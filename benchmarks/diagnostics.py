@@ -32,7 +32,7 @@ Figures go to ``--figures`` (default ``docs/figures``): ``diagnostics_neighbour_
 ``diagnostics_fisher.png``, ``diagnostics_label_smoothing.png``. Run from the
 repository root::
 
-    python benchmarks/diagnostics.py --jobs 2            # 19 datasets x 2 seeds, ~10 min
+    python benchmarks/diagnostics.py --jobs 2            # 19 datasets x 2 seeds, 875 s on 2 busy cores
     python benchmarks/diagnostics.py --no-run            # report again from results/diagnostics.pkl
     python benchmarks/diagnostics.py --quick             # smoke run (seconds)
 """
