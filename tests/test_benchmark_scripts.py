@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import ast
+import pickle
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+from scipy.stats import wilcoxon
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
+DIGITS_WINE = ("sklearn-digits", "sklearn-wine")  # the datasets of diagnostics.py --quick
 
 
 def run_script(*args: str, cwd: Path = ROOT) -> str:
@@ -135,11 +139,26 @@ def test_diagnostics_quick(tmp_path):
     saved = tmp_path / "d.pkl"
     args = ("--quick", "--figures", str(tmp_path), "--save", str(saved))
     out = run_script("benchmarks/diagnostics.py", *args)
-    held = next(line for line in out.splitlines() if line.startswith("* |conf gap| <= TV held"))
+    lines = out.splitlines()
+    held = next(line for line in lines if line.startswith("* |conf gap| <= TV held"))
     assert held.count("(100.0000 %)") == 2  # theorems: every edge
     for name in ("neighbour_gap", "fisher", "label_smoothing"):
         assert (tmp_path / f"diagnostics_{name}.png").stat().st_size > 5_000
-    assert "| ls_030 |" in out and "| nescal |" in out and "LCE after TS" in out
+    cells = [[c.strip() for c in line.split("|")[1:-1]] for line in lines if line.startswith("|")]
+    assert {row[1] for row in cells if row[0] == "LS: training NLL / floor"} == {"ls_010", "ls_030"}
+    lce = cells.index(["model", "LCE raw", "LCE after TS", "ECE raw", "ECE after TS"])
+    assert [row[0] for row in cells[lce + 2 : lce + 5]] == ["ce", "ls_010", "nescal"]
+    # the lab's statistic: the relative changes per dataset (one seed each) and their Wilcoxon
+    after_ts = {
+        (r["dataset"], model): value
+        for r in pickle.loads(saved.read_bytes())
+        for metric, stage, model, value in r["values"]
+        if (metric, stage) == ("lce", "ts")
+    }
+    changes = [100 * (after_ts[d, "nescal"] / after_ts[d, "ls_010"] - 1) for d in DIGITS_WINE]
+    line = next(line for line in lines if line.startswith("* nescal vs ls_010, LCE after TS"))
+    expected = f"median {np.median(changes):+.1f} %, p = {wilcoxon(changes).pvalue:.2g}"
+    assert line.endswith(expected), (line, expected)
     assert run_script("benchmarks/diagnostics.py", *args, "--no-run") == out
 
 

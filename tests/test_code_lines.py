@@ -26,18 +26,10 @@ def test_the_lab_infrastructure_holds_at_most_4500_formatted_code_lines():
     assert infrastructure() <= 4500
 
 
-#: Scripts over the cap, each held at its count until it is brought under: diagnostics.py
-#: reports five studies' findings that docs/diagnostics.md quotes, and no deletion that
-#: keeps every finding brings it under 250 (issue 42's closing note).
-OVER_THE_CAP = {"benchmarks/diagnostics.py": 352}
-
-
 def test_each_study_script_holds_at_most_250_formatted_code_lines():
     each = scripts()
     assert "benchmarks/oof_ensembles.py" in each  # the glob finds the scripts
-    over = {path: n for path, n in each.items() if n > OVER_THE_CAP.get(path, 250)}
-    assert over == {}
-    assert all(250 < each[path] for path in OVER_THE_CAP), "lower or drop its OVER_THE_CAP entry"
+    assert {path: n for path, n in each.items() if n > 250} == {}
 
 
 def test_the_lab_is_formatted():
