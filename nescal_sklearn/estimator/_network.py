@@ -57,6 +57,7 @@ def build_network(settings: FitSettings, data: FitData) -> nn.Module:
         "hidden_sizes": settings.hidden_sizes,
         "dropout": settings.dropout,
         "activation": settings.activation,
+        "dropout_masks": settings.dropout_masks,
     }
     kwargs = dict(settings.module_kwargs)
     if settings.module is None:
