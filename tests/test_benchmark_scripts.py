@@ -164,9 +164,15 @@ def test_diagnostics_quick(tmp_path):
 
 def test_member_cost_quick():
     out = run_script("benchmarks/member_cost.py", "--quick")
+    header = next(line for line in out.splitlines() if line.startswith("| batch |"))
     (row,) = [line for line in out.splitlines() if line.startswith("| 64 |")]
-    estimator, loop, bound = (float(cell) for cell in row.split("|")[2:5])
-    assert estimator > 0 and loop > 0 and bound > 0
+    cells = dict(zip(header.split("|")[1:-1], row.split("|")[1:-1], strict=True))
+    cells = {key.strip(): value.strip() for key, value in cells.items()}
+    bound, estimator, nescal = (float(cells[k]) for k in ("bound s", "estimator s", "nescal s"))
+    assert bound > 0 and estimator > 0 and nescal > 0
+    assert float(cells["estimator / bound"].rstrip("×")) == pytest.approx(estimator / bound, 0.01)
+    shares = [cells[k] for k in ("forward", "backward", "optimizer", "validation", "skorch")]
+    assert sum(float(share.rstrip("%")) for share in shares) == pytest.approx(100, abs=3)
 
 
 @pytest.mark.skipif(not DATA.is_dir(), reason="the local dev suite ../shared/data is absent")

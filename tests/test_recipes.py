@@ -28,6 +28,7 @@ from nescal_sklearn.losses import LOSSES
 FROZEN = {
     "2026-12-02": "0ca06ff5aca6705a62a3589b7055b0e25b46f35f7b290b29dc9fb1c561fccedb",
     "2026-12-04": "b9678fbabd0032f01f1c2c46b0ea6a8e619514721a6aa336e646feb1418848b7",
+    "2026-12-06": "ba8a7c53b46f3f533dccb43863fa335f8e63d3de6de25cd58eed1dcec5d2bfa7",
 }
 
 FAST = dict(hidden_sizes=(8,), max_epochs=3, batch_size=32, random_state=0)
@@ -62,7 +63,9 @@ def test_recipes_are_read_only_and_the_newest_is_the_default():
     assert f"``{LATEST_RECIPE!r}``".replace("'", '"') in NeSCalClassifier.__doc__
     with pytest.raises(
         ValueError,
-        match=re.escape("recipe must be None or one of ['2026-12-02', '2026-12-04']; got 'x'."),
+        match=re.escape(
+            "recipe must be None or one of ['2026-12-02', '2026-12-04', '2026-12-06']; got 'x'."
+        ),
     ):
         get_recipe("x")
 

@@ -60,7 +60,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
     **Recipes.** Every training parameter below whose default is None takes its value
     from a *recipe*: a named, dated, frozen set of settings
     (:data:`~nescal_sklearn.estimator.RECIPES`). ``recipe=None`` is the newest, today
-    ``"2026-12-04"``. A loss given by name takes the recipe's settings for that loss, a
+    ``"2026-12-06"``. A loss given by name takes the recipe's settings for that loss, a
     parameter set explicitly wins over the recipe, and ``params_`` holds what a fit used.
 
     The class *composes* a skorch ``NeuralNet`` (built in ``fit``, dropped after it), so
@@ -97,6 +97,11 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         Dropout of the default network (recipe: 0.1).
     activation : {"relu", "gelu", "silu", "tanh", "selu", "mish"} or None, default=None
         Hidden activation of the default network (recipe: ``"relu"``).
+    dropout_masks : {"torch", "fast"} or None, default=None
+        How the default network draws its dropout masks (recipe: ``"fast"``; before
+        2026-12-06, ``"torch"``): torch's own Bernoulli draws, or 16 random bits a unit
+        from numpy's SFC64 generator, fused with the ReLU, several times faster on a CPU
+        (:class:`~nescal_sklearn.nn.FastDropout`).
     categorical_features : ColumnLayout, sequence of sequences of int, or None, default=None
         The column layout of ``X``, declared: a
         :class:`~nescal_sklearn.preprocessing.ColumnLayout` (a fitted
@@ -249,7 +254,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
     >>> clf.predict_proba(X[:2]).shape
     (2, 3)
     >>> clf[-1].recipe_, clf[-1].params_["lr"]
-    ('2026-12-04', 0.003)
+    ('2026-12-06', 0.003)
 
     """
 
@@ -261,6 +266,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         "hidden_sizes": [None, "array-like"],
         "dropout": [None, Interval(numbers.Real, 0.0, 1.0, closed="left")],
         "activation": [None, StrOptions({"relu", "gelu", "silu", "tanh", "selu", "mish"})],
+        "dropout_masks": [None, StrOptions({"torch", "fast"})],
         "categorical_features": [None, ColumnLayout, list, tuple, np.ndarray],
         "embedding_layer": [None, str],
         "max_epochs": [None, Interval(numbers.Integral, 1, None, closed="left")],
@@ -298,6 +304,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         hidden_sizes: Sequence[int] | None = None,
         dropout: float | None = None,
         activation: str | None = None,
+        dropout_masks: str | None = None,
         categorical_features: ColumnLayout | Sequence[Sequence[int]] | None = None,
         embedding_layer: str | None = None,
         max_epochs: int | None = None,
@@ -327,6 +334,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         self.hidden_sizes = hidden_sizes
         self.dropout = dropout
         self.activation = activation
+        self.dropout_masks = dropout_masks
         self.categorical_features = categorical_features
         self.embedding_layer = embedding_layer
         self.max_epochs = max_epochs

@@ -27,8 +27,10 @@ from ._settings import FitSettings
 
 __all__ = ["build_network", "frozen_parts", "module_logits", "training_device"]
 
-#: Rows per forward pass in ``predict``, ``predict_proba`` and ``decision_function``.
-PREDICT_BATCH_ROWS = 8192
+#: Rows per forward pass in ``predict``, ``predict_proba``, ``decision_function`` and
+#: the validation pass: on one thread, chunks of 1,024-2,048 rows ran a pass over 7,800
+#: rows of adult 20 % faster than chunks of 8,192, whose activations leave the cache.
+PREDICT_BATCH_ROWS = 2048
 
 
 def training_device(device: str | torch.device) -> torch.device:
@@ -55,6 +57,7 @@ def build_network(settings: FitSettings, data: FitData) -> nn.Module:
         "hidden_sizes": settings.hidden_sizes,
         "dropout": settings.dropout,
         "activation": settings.activation,
+        "dropout_masks": settings.dropout_masks,
     }
     kwargs = dict(settings.module_kwargs)
     if settings.module is None:
@@ -137,7 +140,7 @@ def module_logits(module: nn.Module, X: np.ndarray) -> np.ndarray:
         module.eval()
     outputs = []
     try:
-        with torch.no_grad():
+        with torch.inference_mode():
             for chunk in torch.split(torch.as_tensor(X), PREDICT_BATCH_ROWS):
                 outputs.append(ensemble_logits(module(chunk.to(device)).float()).cpu())
     finally:

@@ -149,6 +149,21 @@ RECIPES: Mapping[str, Recipe] = registry(
         },
         loss_params=_LOSSES_2026_12_02,
     ),
+    Recipe(
+        "2026-12-06",
+        "2026-12-04's training with cheaper dropout masks: 16 random bits a unit from "
+        "numpy's SFC64 generator, fused with the ReLU (FastDropout), instead of torch's "
+        "Bernoulli draws, a third of an epoch on a CPU (issue 41, benchmarks/member_cost.py).",
+        params={
+            **_MLP_2026_12_02,
+            "lr_schedule": "flat_cosine",
+            "max_epochs": 256,
+            "lr": 3e-3,
+            "patience": False,
+            "dropout_masks": "fast",
+        },
+        loss_params=_LOSSES_2026_12_02,
+    ),
 )
 
 #: The newest recipe: what ``NeSCalClassifier(recipe=None)`` trains with.
@@ -156,7 +171,9 @@ LATEST_RECIPE = max(RECIPES)
 
 #: Values that reproduce the fits made before a parameter existed, for parameters that a
 #: recipe does not name (parameters added after it was frozen).
-BEFORE_RECIPES: Mapping[str, Any] = MappingProxyType({"max_row_epochs": None})
+BEFORE_RECIPES: Mapping[str, Any] = MappingProxyType(
+    {"max_row_epochs": None, "dropout_masks": "torch"}
+)
 
 
 def get_recipe(name: str | None = None) -> Recipe:

@@ -46,6 +46,7 @@ RECIPE_PARAMS = (
     "hidden_sizes",
     "dropout",
     "activation",
+    "dropout_masks",
     "lr_schedule",
     "max_epochs",
     "max_row_epochs",
@@ -112,8 +113,8 @@ class FitSettings:
         for it), a clone of a loss object; validated, and never changed by the fit.
     loss_name : str or None
         The registered name the loss was given by; None for a loss object.
-    hidden_sizes, dropout, activation, lr_schedule, max_epochs, max_row_epochs, \
-batch_size, lr, weight_decay, validation_fraction
+    hidden_sizes, dropout, activation, dropout_masks, lr_schedule, max_epochs, \
+max_row_epochs, batch_size, lr, weight_decay, validation_fraction
         As the parameters, the recipe's where they were None (after :meth:`for_rows`,
         ``batch_size`` and ``max_epochs`` are those of the data's training rows).
     early_stopping : {"nll", "refinement"} or False
@@ -143,6 +144,7 @@ device, random_state, verbose
     hidden_sizes: tuple[int, ...]
     dropout: float
     activation: str
+    dropout_masks: str
     lr_schedule: str
     max_epochs: int
     max_row_epochs: int | None

@@ -1,5 +1,6 @@
 """Networks for tabular rows: the default MLP, its building blocks, ensemble members."""
 
+from ._dropout import FastDropout
 from ._layers import CategoricalEmbeddings, FrontScale, ParametricActivation, PBLDEmbeddings
 from ._members import ensemble_logits, expand_member_graph, flatten_members, member_log_probs
 from ._mlp import (
@@ -14,6 +15,7 @@ from ._tabm import TabMModule
 __all__ = [
     "CATEGORICAL_EMBEDDING_MIN_SIZE",
     "CategoricalEmbeddings",
+    "FastDropout",
     "FrontScale",
     "MemberLinear",
     "PBLDEmbeddings",

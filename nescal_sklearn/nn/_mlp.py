@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from .._params import check_int, is_int
+from ._dropout import FastDropout, dropout_seeds
 from ._layers import CategoricalEmbeddings, FrontScale, ParametricActivation, PBLDEmbeddings
 
 __all__ = [
@@ -259,6 +260,14 @@ class TabularMLP(nn.Module):
         Wrap each hidden activation ``f`` in a :class:`ParametricActivation`,
         ``x + alpha * (f(x) - x)`` with a learned ``alpha`` per unit (per member and unit
         when ``n_members > 1``), as RealMLP does.
+    dropout_masks : {"torch", "fast"}, default="torch"
+        How dropout draws its masks: ``"torch"`` is :class:`torch.nn.Dropout`;
+        ``"fast"`` is :class:`FastDropout` (16 bits a unit from numpy's SFC64 generator,
+        seeded from torch's generator after the weights are drawn, so the initial
+        weights are the same), several times faster on a CPU. With the plain ReLU it
+        is fused with the activation: the activation's place in ``layers`` holds the
+        :class:`FastDropout` (``relu=True``) and the dropout's place an
+        ``nn.Identity``, so every linear layer keeps its index.
 
     Attributes
     ----------
@@ -330,8 +339,11 @@ class TabularMLP(nn.Module):
         parametric_activation: bool = False,
         categorical_groups: Sequence[Sequence[int]] | None = None,
         categorical_embedding_dim: int = 8,
+        dropout_masks: str = "torch",
     ) -> None:
         super().__init__()
+        if dropout_masks not in ("torch", "fast"):
+            raise ValueError(f"dropout_masks must be 'torch' or 'fast'; got {dropout_masks!r}.")
         if activation not in _ACTIVATIONS:
             raise ValueError(
                 f"activation must be one of {sorted(_ACTIVATIONS)}; got {activation!r}."
@@ -398,6 +410,14 @@ class TabularMLP(nn.Module):
             layers += [linear(width, int(size)), act(int(size)), nn.Dropout(dropout)]
             width = int(size)
         layers.append(linear(width, n_classes))
+        if dropout_masks == "fast":  # seeded after the weights: the same initial weights
+            fused = activation == "relu" and not parametric_activation
+            for block, seed in enumerate(dropout_seeds(len(hidden_sizes))):
+                start = 3 * block + 1
+                if fused:
+                    layers[start : start + 2] = [FastDropout(dropout, seed, True), nn.Identity()]
+                else:
+                    layers[start + 1] = FastDropout(dropout, seed)
         self.layers = nn.Sequential(*layers)
 
     def __setstate__(self, state: dict) -> None:
