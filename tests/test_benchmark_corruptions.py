@@ -495,7 +495,10 @@ def test_compare_pools_a_family_over_dataset_condition_pairs(corrupted_run, caps
     ours = np.array([value[("logreg", d, s)] for d, s in keys])
     theirs = np.array([value[("ce", d, s)] for d, s in keys])
     changes = relative_change(ours, theirs)
-    row = re.search(r"\| logreg \| raw \| (\d+)/(\d+) \| ([-+][\d.]+) % \| ([\d.e-]+|nan) \|", text)
+    row = re.search(
+        r"\| logreg \| raw \| (\d+)/(\d+) \| \d+ / \d+ / \d+ \| ([-+][\d.]+) % \| ([\d.e-]+|nan) \|",
+        text,
+    )
     assert row is not None
     assert int(row[1]) == int(np.sum(ours < theirs)) and int(row[2]) == 10
     assert float(row[3]) == pytest.approx(np.median(changes), abs=0.006)

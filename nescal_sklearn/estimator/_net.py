@@ -106,25 +106,8 @@ def make_net(
     callbacks["train_penalty"] = PassthroughScoring(name="train_penalty", on_train=True)
     train_split = None
     if validated:
-        valid_X = (
-            data.X_valid
-            if data.w_valid is None
-            else {"X": data.X_valid, "sample_weight": data.w_valid}
-        )
-        train_split = predefined_split(RowsDataset(valid_X, data.y_valid))
-        keeper = EarlyStopping(
-            monitor=monitor,
-            patience=max_epochs + 1,  # never stops: it keeps and restores the best
-            threshold=1e-4,
-            threshold_mode="rel",
-            lower_is_better=True,
-            load_best=True,
-        )
-        callbacks["best_epoch"] = keeper
-        if settings.patience is not False:
-            callbacks["stop_after_patience"] = StopAfterPatience(
-                settings.patience, keeper, after_warmup=plan is not None
-            )
+        train_split = predefined_split(RowsDataset(_valid_X(data), data.y_valid))
+        callbacks.update(_early_stopping(settings, monitor, after_warmup=plan is not None))
     if settings.time_limit is not None:
         callbacks["stop_on_time"] = StopOnTime(settings.time_limit)
     if frozen is not None and settings.unfreeze_at is not None:
@@ -157,6 +140,32 @@ def make_net(
     )
     net.set_params(callbacks__print_log=PlainPrintLog() if settings.verbose else None)
     return net, callbacks
+
+
+def _valid_X(data: FitData):
+    """The held-out rows as the net's dataset takes them (with their weights, if any)."""
+    if data.w_valid is None:
+        return data.X_valid
+    return {"X": data.X_valid, "sample_weight": data.w_valid}
+
+
+def _early_stopping(settings: FitSettings, monitor: str, after_warmup: bool) -> dict:
+    """The best-epoch keeper, and the stop after ``patience`` epochs without improvement
+    unless patience is off, by name, in the order they run."""
+    keeper = EarlyStopping(
+        monitor=monitor,
+        patience=settings.max_epochs + 1,  # never stops: it keeps and restores the best
+        threshold=1e-4,
+        threshold_mode="rel",
+        lower_is_better=True,
+        load_best=True,
+    )
+    callbacks = {"best_epoch": keeper}
+    if settings.patience is not False:
+        callbacks["stop_after_patience"] = StopAfterPatience(
+            settings.patience, keeper, after_warmup=after_warmup
+        )
+    return callbacks
 
 
 def _hold_in_eval(module: torch.nn.Module, args) -> None:

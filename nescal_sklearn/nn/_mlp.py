@@ -144,6 +144,41 @@ def _periodic_embeddings(n_embedded: int, d_embedding: int) -> nn.Module:
     return PeriodicEmbeddings(n_embedded, d_embedding=d_embedding, lite=False)
 
 
+def _numeric_embeddings(
+    kind: str | None, dim: int | None, embedded_features, n_features: int
+) -> tuple[nn.Module | None, list[int], int]:
+    """The numeric embedding module of :class:`TabularMLP` (None without one), the
+    embedded columns and the embedding's width, checked."""
+    if kind is None:
+        return None, [], 0
+    d = check_int(
+        "numeric_embedding_dim", _DEFAULT_EMBEDDING_DIM[kind] if dim is None else dim, low=1
+    )
+    if kind == "pbld" and d < 2:
+        raise ValueError(
+            "numeric_embedding_dim must be >= 2 with numeric_embedding='pbld' (the "
+            f"raw value is one of its outputs); got {dim!r}."
+        )
+    embedded = _check_embedded_features(embedded_features, n_features)
+    if not embedded:
+        return None, embedded, d
+    if kind == "pbld":
+        return PBLDEmbeddings(len(embedded), d_embedding=d), embedded, d
+    return _periodic_embeddings(len(embedded), d), embedded, d
+
+
+def _use_fast_dropout(layers: list, n_blocks: int, p: float, fused: bool) -> None:
+    """Replace, in place, each hidden block's dropout of ``layers`` ([linear, activation,
+    dropout] x n_blocks, then the output layer) by :class:`FastDropout` (fused with the
+    ReLU, the activation then an identity, when ``fused``)."""
+    for block, seed in enumerate(dropout_seeds(n_blocks)):
+        start = 3 * block + 1
+        if fused:
+            layers[start : start + 2] = [FastDropout(p, seed, True), nn.Identity()]
+        else:
+            layers[start + 1] = FastDropout(p, seed)
+
+
 def _check_embedded_features(embedded_features: object, n_features: int) -> list[int]:
     if embedded_features is None:
         return list(range(n_features))
@@ -356,23 +391,9 @@ class TabularMLP(nn.Module):
         self.n_members = n_members
         self.embedding: nn.Module | None = None
         self.categorical: nn.Module | None = None
-        embedded: list[int] = []
-        d = 0
-        if numeric_embedding is not None:
-            if numeric_embedding_dim is None:
-                numeric_embedding_dim = _DEFAULT_EMBEDDING_DIM[numeric_embedding]
-            d = check_int("numeric_embedding_dim", numeric_embedding_dim, low=1)
-            if numeric_embedding == "pbld" and d < 2:
-                raise ValueError(
-                    "numeric_embedding_dim must be >= 2 with numeric_embedding='pbld' (the "
-                    f"raw value is one of its outputs); got {numeric_embedding_dim!r}."
-                )
-            embedded = _check_embedded_features(embedded_features, n_features)
-            if embedded:
-                if numeric_embedding == "pbld":
-                    self.embedding = PBLDEmbeddings(len(embedded), d_embedding=d)
-                else:
-                    self.embedding = _periodic_embeddings(len(embedded), d)
+        self.embedding, embedded, d = _numeric_embeddings(
+            numeric_embedding, numeric_embedding_dim, embedded_features, n_features
+        )
         groups = _check_categorical_groups(categorical_groups, n_features, embedded)
         d_cat = check_int("categorical_embedding_dim", categorical_embedding_dim, low=1)
         if groups:
@@ -412,12 +433,7 @@ class TabularMLP(nn.Module):
         layers.append(linear(width, n_classes))
         if dropout_masks == "fast":  # seeded after the weights: the same initial weights
             fused = activation == "relu" and not parametric_activation
-            for block, seed in enumerate(dropout_seeds(len(hidden_sizes))):
-                start = 3 * block + 1
-                if fused:
-                    layers[start : start + 2] = [FastDropout(dropout, seed, True), nn.Identity()]
-                else:
-                    layers[start + 1] = FastDropout(dropout, seed)
+            _use_fast_dropout(layers, len(hidden_sizes), dropout, fused)
         self.layers = nn.Sequential(*layers)
 
     def __setstate__(self, state: dict) -> None:
