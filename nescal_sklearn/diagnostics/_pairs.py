@@ -123,6 +123,16 @@ def _check_arrays(
         raise ValueError("reference_embeddings needs reference_proba; got reference_proba=None.")
 
 
+def _checked_embeddings(embeddings, name: str, n_rows: int, partner: str, of) -> None:
+    """``embeddings`` (argument ``name``) has the ``n_rows`` rows of ``partner``, finite
+    unit-normalisable rows (checked before the warning), and a warning for zero rows;
+    ``of``: the argument the estimator embedded (``"X"``), or False for given ones."""
+    _check_rows(embeddings, name, n_rows, partner)
+    _unit_rows(embeddings, name)  # shape and finiteness, before the warning
+    note = f" (the estimator's embeddings of {of})" if of else ""
+    _warn_about_zero_rows(embeddings, name + note)
+
+
 def _knn_edges(
     embeddings: Any,
     reference_embeddings: Any,
@@ -141,10 +151,7 @@ def _knn_edges(
             "the diagnostic needs a graph: pass edges, or embeddings to build the kNN graph "
             "on; got edges=None and embeddings=None."
         )
-    _check_rows(embeddings, "embeddings", n_rows, "proba")
-    from_X = " (the estimator's embeddings of X)" if from_model else ""
-    _unit_rows(embeddings, "embeddings")  # shape and finiteness, before the warning
-    _warn_about_zero_rows(embeddings, "embeddings" + from_X)
+    _checked_embeddings(embeddings, "embeddings", n_rows, "proba", from_model and "X")
     if n_reference_rows is None:
         from ..graph import build_knn_graph
 
@@ -155,10 +162,13 @@ def _knn_edges(
             "reference_proba with embeddings needs reference_embeddings (to search the "
             "reference rows); got reference_embeddings=None."
         )
-    _check_rows(reference_embeddings, "reference_embeddings", n_reference_rows, "reference_proba")
-    reference = " (the estimator's embeddings of reference_X)" if from_model else ""
-    _unit_rows(reference_embeddings, "reference_embeddings")
-    _warn_about_zero_rows(reference_embeddings, "reference_embeddings" + reference)
+    _checked_embeddings(
+        reference_embeddings,
+        "reference_embeddings",
+        n_reference_rows,
+        "reference_proba",
+        from_model and "reference_X",
+    )
     neighbours = query_neighbours(embeddings, reference_embeddings, n_neighbors)
     return _neighbours_to_edges(np.asarray(neighbours))
 

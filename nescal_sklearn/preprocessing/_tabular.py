@@ -142,12 +142,7 @@ class TabularPreprocessor(ColumnTransformer):
                 if len(kinds) == 1 and next(iter(kinds)) in ACCEPTED_KINDS:
                     typed[column] = as_kind(X[column], next(iter(kinds)))
         typed = {column: values for column, values in typed.items() if values.dtype != object}
-        if not typed:
-            return X
-        X = X.copy(deep=False)
-        for column, values in typed.items():
-            X[column] = values
-        return X
+        return _with_columns(X, typed)
 
     def _fitted_kinds(self, X) -> dict:
         """The kind of each numeric and temporal column of ``fit``: ``"number"``,
@@ -210,12 +205,7 @@ class TabularPreprocessor(ColumnTransformer):
                     "or refit."
                 )
             converted[column] = as_kind(X[column], kind)
-        if not converted:
-            return X
-        X = X.copy(deep=False)
-        for column, values in converted.items():
-            X[column] = values
-        return X
+        return _with_columns(X, converted)
 
     def _categorical_columns(self, X) -> list:
         """The columns the ``"categorical"`` transformer takes from ``X``."""
@@ -495,3 +485,14 @@ def make_tabular_preprocessor(
         sparse_threshold=0.0,
         verbose_feature_names_out=False,
     )
+
+
+def _with_columns(X, columns: dict):
+    """``X`` with ``columns`` (name -> values) replaced, in a shallow copy; ``X`` itself
+    when there are none."""
+    if not columns:
+        return X
+    X = X.copy(deep=False)
+    for column, values in columns.items():
+        X[column] = values
+    return X
