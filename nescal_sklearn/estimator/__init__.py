@@ -19,6 +19,7 @@ _EXPORTS: dict[str, str] = {
     "get_recipe": "_recipes",
     "limit_threads": "_threads",
     "make_tabular_pipeline": "_pipeline",
+    "torch_threads": "_threads",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -30,4 +31,4 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
     from ._pipeline import make_tabular_pipeline  # noqa: F401
     from ._recipes import LATEST_RECIPE, RECIPES, Recipe, get_recipe  # noqa: F401
     from ._schedule import LR_SCHEDULES  # noqa: F401
-    from ._threads import limit_threads  # noqa: F401
+    from ._threads import limit_threads, torch_threads  # noqa: F401

@@ -31,7 +31,7 @@ from ._outcome import check_finite, penalty_status, warn_degenerate
 from ._recipes import RECIPES, get_recipe
 from ._schedule import LR_SCHEDULES
 from ._settings import FitSettings, resolve_settings
-from ._threads import limit_threads
+from ._threads import limit_threads, torch_threads
 
 __all__ = ["NeSCalClassifier"]
 
@@ -580,7 +580,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
     # --------------------------------------------------------------- prediction
     def _logits(self, X) -> np.ndarray:
         check_is_fitted(self, "module_")
-        with limit_threads(self.n_threads):
+        with torch_threads(self.n_threads):  # a forward pass: torch's threads alone
             return self._forward(X)
 
     def _forward(self, X) -> np.ndarray:
