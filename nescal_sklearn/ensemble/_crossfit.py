@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from joblib import Parallel, delayed
+from joblib import Parallel, delayed, effective_n_jobs
 from scipy.special import log_softmax, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin
 from sklearn.utils import _safe_indexing, check_random_state, indexable
@@ -57,7 +57,7 @@ from ._budget import CLOCK, FIT_SHARE, REFIT_FIT_SHARE, TimeBudget
 from ._greedy import greedy_ensemble_weights
 from ._members import checked_labels, member_fit_params, relative_weights
 from ._refit import refit_on_all_rows
-from ._schedule import StagedFits, fit_in_stages, reissue
+from ._schedule import StagedFits, fit_in_stages, reissue, threads_per_fit
 
 __all__ = ["CrossFitClassifier"]
 
@@ -598,6 +598,7 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
                 seed=seed,
                 budget=budget,
                 parent=os.getpid(),
+                threads=threads_per_fit(min(effective_n_jobs(self.n_jobs), len(used))),
             )
             for m in used
         )

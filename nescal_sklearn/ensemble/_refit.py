@@ -22,7 +22,7 @@ from sklearn.utils.validation import _num_samples
 from ..exceptions import ParameterError
 from ..model_selection import seeded
 from ._budget import TimeBudget
-from ._schedule import kept_warnings
+from ._schedule import cores, kept_warnings
 
 __all__ = ["REFIT_ADAPTERS", "refit_on_all_rows", "refit_params"]
 
@@ -74,13 +74,15 @@ def refit_on_all_rows(
     seed,
     budget: TimeBudget | None,
     parent: int,
+    threads: int | None = None,
 ):
     """``member`` refitted on all rows under :func:`refit_params`; ``(model, seconds,
     warnings kept in a worker)`` (:func:`~._schedule.kept_warnings`).
 
     With a ``budget`` (one the model ``needed``: a refit always starts), a member that
     stops on time gets the time left to its deadline (:meth:`TimeBudget.started`). An error of the refit says that it is the refit of
-    member ``name`` (:func:`_refit_error`).
+    member ``name`` (:func:`_refit_error`). ``threads`` bounds the refit's
+    OpenMP pool (:func:`~._schedule.cores`, :func:`~._schedule.threads_per_fit`).
     """
     estimator = seeded(clone(member).set_params(**refit_params(member, fold_models)), seed)
     with kept_warnings(parent) as kept:
@@ -88,7 +90,8 @@ def refit_on_all_rows(
             estimator = budget.started(estimator)
         start = time.perf_counter()
         try:
-            model = estimator.fit(X, y, **fit_params)
+            with cores(threads):
+                model = estimator.fit(X, y, **fit_params)
         except Exception as exc:
             raise _refit_error(exc, name, _num_samples(X)) from exc
     return model, time.perf_counter() - start, kept

@@ -14,7 +14,9 @@ left divided by the rounds of such fits still to come on the ``n_jobs`` workers.
 member that cannot (scikit-learn's gradient boosting) is timed on the first fold, and its
 later folds are counted against the time left. The folds whose every kept member
 finished are the folds of the ensemble; the rest are dropped. The warnings of fits in
-worker processes are re-issued in the caller (:func:`kept_warnings`).
+worker processes are re-issued in the caller (:func:`kept_warnings`). With several
+workers, each fit runs on its share of the cores (:func:`_timed_fit`), whatever joblib's
+backend.
 """
 
 from __future__ import annotations
@@ -25,16 +27,24 @@ import sys
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 
 import numpy as np
-from joblib import Parallel, delayed, effective_n_jobs
+from joblib import Parallel, cpu_count, delayed, effective_n_jobs
+from threadpoolctl import threadpool_limits
 
 from ..model_selection import fit_on_fold
 from ._budget import TimeBudget, stops_on_time
 
-__all__ = ["StagedFits", "fit_in_stages", "kept_warnings", "reissue"]
+__all__ = [
+    "StagedFits",
+    "cores",
+    "fit_in_stages",
+    "kept_warnings",
+    "reissue",
+    "threads_per_fit",
+]
 
 
 @dataclass
@@ -90,13 +100,25 @@ def reissue(kept: list, registry: dict) -> None:
 
 
 def _timed_fit(
-    estimator, X, y, fold, *, fit_params: dict, seed, budget: TimeBudget | None, parent: int
+    estimator,
+    X,
+    y,
+    fold,
+    *,
+    fit_params: dict,
+    seed,
+    budget: TimeBudget | None,
+    parent: int,
+    threads: int | None = None,
 ):
     """Fit one member on one ``(train, test)`` fold, unless ``budget`` has no time left
     for it; ``(model, seconds, warnings kept in a worker)``.
 
     The budget is asked when the fit starts (:meth:`TimeBudget.started`), on the clock
     every worker process of this machine shares, so that a worker's start-up counts.
+    ``threads`` (:func:`threads_per_fit`) bounds the fit's OpenMP pool (:func:`cores`), as
+    joblib's process workers bound their own: gradient boosting's OpenMP threads would
+    otherwise take every core in each of the parallel fits of a thread-based backend.
     """
     with kept_warnings(parent) as kept:
         if budget is not None:
@@ -104,8 +126,25 @@ def _timed_fit(
             if estimator is None:
                 return None, np.nan, kept
         start = time.perf_counter()
-        model = fit_on_fold(estimator, X, y, *fold, fit_params=fit_params, seed=seed)
+        with cores(threads):
+            model = fit_on_fold(estimator, X, y, *fold, fit_params=fit_params, seed=seed)
     return model, time.perf_counter() - start, kept
+
+
+def threads_per_fit(workers: int) -> int | None:
+    """Each of ``workers`` parallel fits' share of the cores (joblib's rule for its
+    process workers, ``cpu_count() // workers``); None (no bound) for one worker."""
+    return None if workers <= 1 else max(1, cpu_count() // workers)
+
+
+def cores(threads: int | None):
+    """A block whose OpenMP pool runs ``threads`` threads (None: unchanged).
+
+    OpenMP alone: its thread count is a setting of the calling thread, so parallel fits in
+    threads of one process bound their own pools without racing. BLAS pools are
+    process-wide; joblib's process workers bound them.
+    """
+    return nullcontext() if threads is None else threadpool_limits(threads, user_api="openmp")
 
 
 class _Progress:
@@ -196,6 +235,7 @@ def fit_in_stages(
                 seed=seeds[f],
                 budget=b,
                 parent=os.getpid(),
+                threads=threads_per_fit(workers),
             )
             for (f, m), b in zip(jobs, budgets, strict=True)
         )
