@@ -183,3 +183,20 @@ def test_crossfit_cost_times_both_models(tmp_path):
     row = next(line for line in out.splitlines() if line.startswith("| wdbc |"))
     cells = [cell.strip() for cell in row.strip("|").split("|")]
     assert cells[1] == "160" and float(cells[2]) > 0 and float(cells[3]) > float(cells[2])
+
+
+def test_serve_cost_quick():
+    out = run_script("benchmarks/serve_cost.py", "--quick")
+    rows = {}
+    for line in out.splitlines():
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        if line.startswith("| ") and cells[0] in ("hgb", "cross-fitted", "lean"):
+            rows[cells[0]] = cells
+    assert sorted(rows) == ["cross-fitted", "hgb", "lean"]
+    for _, fit, predict, ratio in rows.values():
+        assert float(fit) > 0 and float(predict) > 0
+        expected = float(predict) / float(rows["hgb"][2])
+        assert float(ratio.rstrip("×")) == pytest.approx(expected, rel=0.01, abs=0.006)
+    members = [line for line in out.splitlines() if line.startswith("* ")]
+    assert members and all(" ms" in line and "weight" in line for line in members)
+    assert "One call: limit_threads" in out
