@@ -9,13 +9,17 @@ from ._recommended import (
     get_recommended_recipe,
     make_recommended_classifier,
 )
+from ._stacker import fit_stacker, stacker_features, stacker_proba
 
 __all__ = [
     "CrossFitClassifier",
     "LATEST_RECOMMENDED",
     "RECOMMENDED_RECIPES",
     "RecommendedRecipe",
+    "fit_stacker",
     "get_recommended_recipe",
     "greedy_ensemble_weights",
     "make_recommended_classifier",
+    "stacker_features",
+    "stacker_proba",
 ]

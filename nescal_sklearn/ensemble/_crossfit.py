@@ -4,8 +4,9 @@ out of fold.
 Every row trains and every row calibrates. :func:`~._schedule.fit_in_stages` fits the
 members fold by fold within the time budget (:mod:`._budget`) through the fold layer
 (:mod:`nescal_sklearn.model_selection`: folds, fold fits, out-of-fold logits); their
-out-of-fold logits are weighed by the greedy selection (:func:`greedy_ensemble_weights`),
-and the calibration room chooses and fits one map on the weighted ensemble's out-of-fold
+out-of-fold logits are weighed by the greedy selection (:func:`greedy_ensemble_weights`,
+or one of its stricter rules) or stacked by a logistic regression (:func:`fit_stacker`),
+and the calibration room chooses and fits one map on the ensemble's out-of-fold
 logits (:func:`~nescal_sklearn.calibration.select_calibration`). With ``refit=True`` each
 member is refitted on all rows as its fold models trained (:mod:`._refit`).
 """
@@ -54,10 +55,11 @@ from ..model_selection import (
     validated_sample_weight,
 )
 from ._budget import CLOCK, FIT_SHARE, REFIT_FIT_SHARE, TimeBudget
-from ._greedy import greedy_ensemble_weights
+from ._greedy import GREEDY_RULES, greedy_ensemble_weights
 from ._members import checked_labels, member_fit_params, relative_weights
 from ._refit import refit_on_all_rows
 from ._schedule import StagedFits, fit_in_stages, reissue, threads_per_fit
+from ._stacker import fit_stacker, stacker_features, stacker_proba
 
 __all__ = ["CrossFitClassifier"]
 
@@ -131,8 +133,9 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
     members' out-of-fold probabilities, one per row from a model that never saw it, then:
 
     1. **weigh the members** by greedy ensemble selection with replacement (Caruana et
-       al., 2004; AutoGluon's weighted ensemble): ``weights_``;
-    2. **fit one calibration map** on the weighted ensemble's out-of-fold logits of all
+       al., 2004; AutoGluon's weighted ensemble): ``weights_``; or stack them
+       (``weighting="stacker"``);
+    2. **fit one calibration map** on the ensemble's out-of-fold logits of all
        rows, ``calibration="auto"`` choosing among no map, temperature scaling (mixed
        with the uniform distribution at ``1/(n + 1)``, probmetrics' ts-mix), quadratic
        scaling (binary) and structured matrix scaling (multiclass) by an inner
@@ -140,7 +143,8 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
        one is better beyond one standard error (:func:`select_calibration`).
 
     Prediction averages the fold models of each member with ``weights_`` and applies the
-    map to that average.
+    map to that average (with the stacker: averages each member's fold models, stacks
+    them and applies the map).
 
     The out-of-fold rows that early-stop a fold model also calibrate it: the map sees
     predictions of the epoch chosen on those rows, which is slightly optimistic; the
@@ -160,16 +164,39 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
         chooses among the maps that apply the simplest within one standard error of the
         best (:func:`select_calibration`).
     ensemble_size : int, default=25
-        Additions of the greedy ensemble selection (with one member, unused).
+        Additions of the greedy ensemble selection (with one member, or with
+        ``weighting="stacker"`` past the first fold's screening, unused).
+    weighting : {"greedy", "best_prefix", "greedy_1se", "stacker"}, default="greedy"
+        How the members' out-of-fold probabilities make the ensemble the map calibrates:
+
+        - ``"greedy"``: the share of the ``ensemble_size`` greedy additions each member
+          got (:func:`greedy_ensemble_weights`);
+        - ``"best_prefix"``: the shares of the first ``k`` additions only, for the ``k``
+          of lowest out-of-fold NLL (the earliest on ties; AutoGluon's ``use_best``);
+        - ``"greedy_1se"``: the greedy additions, where a member not yet in the ensemble
+          is added only if it lowers the ensemble's out-of-fold NLL by more than one
+          standard error of the per-row differences (weighted by ``sample_weight``);
+          otherwise the best member already in it is added;
+        - ``"stacker"``: a multinomial logistic regression on the members' standardised
+          out-of-fold logits (:func:`fit_stacker`, ``stacker_``), its ``C`` chosen among
+          ``(0.01, 0.1, 1, 10)`` by an inner stratified cross-validation of the
+          out-of-fold rows; the map is chosen and fitted on the stacker's held-out
+          probabilities of that cross-validation, so it never sees a stacker's
+          prediction of a row it trained on. Each member the stacker reads (every one
+          kept) gets the weight ``1/k`` in ``weights_``, which ``refit`` and
+          prediction read as "used".
+
+        The screening of ``prune`` uses the greedy weights whatever the rule.
     n_jobs : int or None, default=None
         Member fits run in parallel through joblib (a dask cluster runs them with
         ``joblib.parallel_backend("dask")``). Members should use one thread each
         (``NeSCalClassifier``'s default ``n_threads=1``).
     prune : bool, default=False
         Fit every member on the first fold first, weigh the members by the greedy
-        selection on that fold's held-out rows, and drop a member of weight 0 there: it
-        is not fitted on the other folds (and ``dropped_`` says so). With one member,
-        unused. The recommended model (:func:`make_recommended_classifier`) prunes.
+        selection (``weighting="greedy"``, whatever ``weighting`` is) on that fold's
+        held-out rows, and drop a member of weight 0 there: it is not fitted on the
+        other folds (and ``dropped_`` says so). With one member, unused. The
+        recommended model (:func:`make_recommended_classifier`) prunes.
     refit : bool, default=False
         Serve one model per member instead of one per fold: after the cross-fitting,
         every member of positive weight is refitted on all rows for as long as its fold
@@ -218,7 +245,13 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
         With ``refit=True``: each member refitted on all rows (None for a member of
         weight 0), the models that predict; ``estimators_`` is then None.
     weights_ : ndarray of shape (n_members,)
-        The members' weights (sum 1).
+        The members' weights (sum 1); with ``weighting="stacker"``, ``1/k`` on each of
+        the ``k`` members the stacker reads.
+    stacker_ : Pipeline or None
+        With ``weighting="stacker"``: the stacker (``StandardScaler`` then
+        ``LogisticRegression``, :func:`fit_stacker`) fitted on all out-of-fold rows, on
+        the features :func:`stacker_features` makes of the used members'
+        probabilities (in member order); None otherwise.
     calibration_ : str
         The map chosen (or given).
     calibration_scores_ : dict of str to float
@@ -288,6 +321,7 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
         "cv": ["cv_object"],
         "calibration": [StrOptions({"auto", *CALIBRATIONS})],
         "ensemble_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "weighting": [StrOptions({*GREEDY_RULES, "stacker"})],
         "n_jobs": [None, numbers.Integral],
         "random_state": ["random_state"],
         "prune": ["boolean"],
@@ -303,6 +337,7 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
         cv=5,
         calibration="auto",
         ensemble_size=25,
+        weighting="greedy",
         n_jobs=None,
         prune=False,
         refit=False,
@@ -314,6 +349,7 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
         self.cv = cv
         self.calibration = calibration
         self.ensemble_size = ensemble_size
+        self.weighting = weighting
         self.n_jobs = n_jobs
         self.prune = prune
         self.refit = refit
@@ -482,16 +518,26 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
         )
 
     def _weigh_and_calibrate(self, staged: StagedFits, data: _Prepared, oof: _OutOfFold):
-        """The members' greedy weights and the map, chosen and fitted on the out-of-fold
-        rows ``oof``: ``weights_``, ``calibration_``, ``calibration_scores_``,
-        ``calibrator_``, ``oof_proba_`` and ``member_oof_nll_``."""
+        """The members' weights (or stacker) and the map, chosen and fitted on the
+        out-of-fold rows ``oof``: ``weights_``, ``stacker_``, ``calibration_``,
+        ``calibration_scores_``, ``calibrator_``, ``oof_proba_`` and
+        ``member_oof_nll_``."""
         kept = [m for m, is_kept in enumerate(staged.kept) if is_kept]
         fitted = [[staged.models[f][m] for m in kept] for f in staged.folds]
         logits = out_of_fold_logits(fitted, oof.X, oof.parts, data.classes)
         probas = [softmax(z, axis=1) for z in logits]
         weights = np.zeros(len(data.members))
-        weights[kept] = greedy_ensemble_weights(probas, oof.y, oof.w, self.ensemble_size)
-        ensemble = log_probabilities(np.einsum("m,mnc->nc", weights[kept], np.stack(probas)))
+        self.stacker_ = None
+        if self.weighting == "stacker":
+            weights[kept] = 1.0 / len(kept)
+            seed = data.rng.randint(2**31 - 1)
+            self.stacker_, held_out = fit_stacker(probas, oof.y, oof.w, random_state=seed)
+            ensemble = log_probabilities(held_out)
+        else:
+            weights[kept] = greedy_ensemble_weights(
+                probas, oof.y, oof.w, self.ensemble_size, rule=self.weighting
+            )
+            ensemble = log_probabilities(np.einsum("m,mnc->nc", weights[kept], np.stack(probas)))
         name, scores, held_out = select_calibration(
             ensemble,
             oof.y,
@@ -622,8 +668,25 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
             out.append(total / self.weights_[used].sum())
         return out
 
+    def _stacked_proba(self, X) -> np.ndarray:
+        """The stacker's probabilities of the used members' probabilities, each averaged
+        over its fold models (its refitted model with ``refit=True``)."""
+        groups = self.estimators_ if self.refitted_ is None else [self.refitted_]
+        n_classes = self.classes_.size
+        probas = [
+            np.mean(
+                [
+                    softmax(estimator_logits(models[m], X, n_classes)[0], axis=1)
+                    for models in groups
+                ],
+                axis=0,
+            )
+            for m in np.flatnonzero(self.weights_ > 0)
+        ]
+        return stacker_proba(self.stacker_, stacker_features(probas), n_classes)
+
     def predict_proba(self, X) -> np.ndarray:
-        """Calibrated probabilities of the weighted, cross-fitted ensemble.
+        """Calibrated probabilities of the weighted (or stacked), cross-fitted ensemble.
 
         Parameters
         ----------
@@ -635,6 +698,8 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
         """
         check_is_fitted(self, "calibrator_")
         X = validate_data(self, X, reset=False, skip_check_array=True)
+        if getattr(self, "stacker_", None) is not None:
+            return calibrate_probabilities(self.calibrator_, self._stacked_proba(X))
         return calibrate_probabilities(self.calibrator_, np.mean(self._fold_probas(X), axis=0))
 
     def predict(self, X) -> np.ndarray:
