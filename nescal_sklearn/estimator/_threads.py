@@ -47,17 +47,12 @@ def limit_threads(n_threads: int | None) -> Iterator[None]:
     ...     torch.get_num_threads()
     1
     """
-    with _PROCESS_STATE:
+    with torch_threads(n_threads):  # the lock and torch's threads
         if n_threads is None:
             yield
             return
-        previous = torch.get_num_threads()
-        torch.set_num_threads(n_threads)
-        try:
-            with threadpool_limits(limits=n_threads):
-                yield
-        finally:
-            torch.set_num_threads(previous)
+        with threadpool_limits(limits=n_threads):
+            yield
 
 
 @contextmanager
