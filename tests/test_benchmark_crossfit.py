@@ -176,6 +176,13 @@ def _params(estimator) -> dict:
         ("scale", "rec", "2026-12-05", {}),
         ("scale", "rec_lean", "2026-12-05", {"refit": True}),
         ("scale", "rec_budget", "2026-12-05", {"time_limit": 60.0}),
+        # the choice of scale_search, and the full-size study of the recipe of 2026-12-06
+        ("scale_search", "fast_300k", "2026-12-06", {}),
+        ("scale_search", "rec", "2026-12-05", {}),
+        ("scale_confirm", "new", "2026-12-06", {}),
+        ("scale_confirm", "new_lean", "2026-12-06", {"refit": True}),
+        ("scale_confirm", "new_budget", "2026-12-06", {"time_limit": 30.0}),
+        ("scale_confirm", "rec", "2026-12-05", {}),
     ],
 )
 def test_the_configs_recommended_model_is_make_recommended_classifier(

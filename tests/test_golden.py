@@ -73,7 +73,7 @@ def _cases():
             {"sample_weight": weights, "groups": groups},
         ),
         "crossfit_refit": (_crossfit(refit=True), wine_X, wine_y, {}),
-        "recommended": (_recommended(), frame, frame_y, {}),
+        "recommended": (_recommended("2026-12-05"), frame, frame_y, {}),
         "recommended_2026_12_04": (_recommended("2026-12-04"), iris_X, iris_y, {}),
         "temperature_cv": (
             CalibratedTemperature(

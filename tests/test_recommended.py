@@ -69,6 +69,20 @@ def test_the_recipe_of_2026_12_05_is_the_model_its_studies_measured():
     }
 
 
+def test_the_recipe_of_2026_12_06_is_the_scale_searchs_choice():
+    """``fast_300k`` of benchmarks/configs/scale_search.json, written out by hand: the model
+    of 2026-12-05 with NeSCal members of estimator recipe 2026-12-06 capped at 300,000
+    rows seen."""
+    nescal = NeSCalClassifier(
+        recipe="2026-12-06", patience=10, max_row_epochs=300_000, batch_size="auto"
+    ).get_params(deep=False)
+    before = _described("2026-12-05")
+    assert _described("2026-12-06") == {
+        **before,
+        "members": [("nescal", "NeSCalClassifier", nescal), *before["members"][1:]],
+    }
+
+
 def test_the_default_is_the_newest_recipe():
     assert LATEST_RECOMMENDED == max(RECOMMENDED_RECIPES)
     assert get_recommended_recipe() is RECOMMENDED_RECIPES[LATEST_RECOMMENDED]
