@@ -172,7 +172,8 @@ def _params(estimator) -> dict:
         ("oof_ensembles", "recommended", "2026-12-04", {}),
         # the configs whose records made the figures of the recipe of 2026-12-05
         ("networks_search", "rec_h2", "2026-12-05", {}),
-        ("portfolio_search", "rec", "2026-12-05", {}),  # issue 45's baseline
+        ("portfolio_search", "rec", "2026-12-05", {}),  # issue 45's baselines
+        ("portfolio_weights", "rec", "2026-12-06", {}),
         ("scale", "rec", "2026-12-05", {}),
         ("scale", "rec_lean", "2026-12-05", {"refit": True}),
         ("scale", "rec_budget", "2026-12-05", {"time_limit": 60.0}),
