@@ -103,6 +103,7 @@ def _fit_info(model) -> dict:
         info["dropped"] = sorted(getattr(model, "dropped_", {}))
         info["timed_out"] = bool(getattr(model, "timed_out_", False))
         info["member_status"] = _member_status(model)
+        info["member_seconds"] = np.nansum(model.fit_seconds_, axis=0).tolist()  # all folds
     history = getattr(model, "history_", None)
     if history is not None:
         # Seconds per fit of the parts a report prices separately (NeSCal's graph build and

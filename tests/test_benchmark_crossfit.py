@@ -69,6 +69,9 @@ def test_a_cross_fitted_method_trains_on_train_and_validation_and_calibrates_its
     # exact: every stage is the model itself (_calibrate), the same probabilities twice
     assert record["test"]["temperature"] == record["test"]["raw"]  # its own calibration
     assert record["fit"]["calibration"] == "identity" and record["fit"]["weights"] == [1.0]
+    # one member: its 3 fold fits' seconds, summed (each a positive wall time)
+    (seconds,) = record["fit"]["member_seconds"]
+    assert 0 < seconds < record["run"]["fit_seconds"]
     # By hand: the same split, the members fitted on train + validation, 3 folds.
     from sklearn.base import clone
 
