@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 __all__ = [
+    "GraphTimeout",
     "InvalidParameterError",  # noqa: F822 (resolved by __getattr__)
     "NeSCalError",
     "NotFittedError",  # noqa: F822 (resolved by __getattr__)
@@ -27,6 +28,17 @@ __all__ = [
 
 class NeSCalError(Exception):
     """Base class of every error nescal_sklearn raises on its own account."""
+
+
+class GraphTimeout(NeSCalError, TimeoutError):
+    """The neighbour search passed its ``deadline`` before it finished.
+
+    :func:`~nescal_sklearn.graph.build_knn_graph` raises it between two blocks of its
+    exact search (or before an approximate search starts) once
+    ``time.perf_counter()`` is past the deadline; ``NeSCalClassifier`` under a
+    ``time_limit`` catches it, ends training and reports ``penalty_status_ ==
+    "no_graph"``.
+    """
 
 
 class PenaltyInactiveWarning(UserWarning):

@@ -517,6 +517,37 @@ def test_time_limit_ends_training_and_keeps_the_best_epoch():
     np.testing.assert_array_equal(clf.predict_proba(X), same.predict_proba(X))
 
 
+def test_a_graph_search_that_outlasts_the_time_limit_is_abandoned(monkeypatch):
+    """Under a time limit the graph must be built by the deadline: a search still running
+    past it stops (GraphTimeout), the epoch trains unpenalised and training ends after
+    it, instead of the search running on, uninterruptible, past the limit."""
+    import time
+
+    import nescal_sklearn.graph._exact as exact_module
+
+    search = exact_module.exact_neighbours
+
+    def slow(*args, deadline=None, **kwargs):  # a search that reaches its deadline
+        time.sleep(max(0.0, deadline - time.perf_counter()) + 0.01)
+        return search(*args, deadline=deadline, **kwargs)
+
+    monkeypatch.setattr("nescal_sklearn.graph._knn.exact_neighbours", slow)
+    X, y = make_classification(300, n_features=6, random_state=0)
+    clf = NeSCalClassifier(**{**FAST, "max_epochs": 50}, patience=False, time_limit=1.0)
+    clf.set_params(random_state=0, loss__warmup=2)
+    start = time.perf_counter()
+    with pytest.warns(PenaltyInactiveWarning) as caught:
+        clf.fit(X, y)
+    assert time.perf_counter() - start < 2.0  # the limit, 1 s, and one epoch after it
+    message = (
+        "time_limit=1 s ran out while the neighbour graph was searched at the start of "
+        "epoch 3, so it was never built. penalty_status_='no_graph'."
+    )
+    assert any(str(w.message).endswith(message) for w in caught)
+    assert clf.penalty_status_ == "no_graph" and clf.graph_epoch_ is None
+    assert clf.stopped_on_time_ and clf.n_epochs_ == 3
+
+
 def test_max_row_epochs_cuts_the_epochs_and_auto_batches_grow_with_the_rows():
     X, y = make_classification(500, n_features=6, random_state=0)
     clf = NeSCalClassifier("ce", hidden_sizes=(8,), max_row_epochs=1000, batch_size="auto")

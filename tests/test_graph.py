@@ -233,3 +233,43 @@ def test_auto_falls_back_to_exact_without_pynndescent(monkeypatch, points):
         neighbors = build_knn_graph(points, 4)
     # integer indices: the fallback is the exact search, the same call
     np.testing.assert_array_equal(neighbors, build_knn_graph(points, 4, method="exact"))
+
+
+def test_a_deadline_makes_auto_search_exactly_at_any_size(monkeypatch):
+    """Only the exact search can stop on time: under a deadline, auto never calls the
+    approximate search (a cold one compiles for about 35 s first)."""
+    data = _clustered(600, 8, seed=2)
+    monkeypatch.setattr(knn_module, "AUTO_EXACT_MAX_SAMPLES", 500)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the approximate search ran under a deadline")
+
+    monkeypatch.setattr(knn_module, "approximate_neighbours", refuse)
+    later = time.perf_counter() + 3600
+    # integer indices of the same exact search: equal
+    np.testing.assert_array_equal(
+        build_knn_graph(data, 5, deadline=later), build_knn_graph(data, 5, method="exact")
+    )
+
+
+@pytest.mark.parametrize("method", ["exact", "approximate", "auto"])
+def test_a_search_past_its_deadline_raises_graph_timeout(points, method):
+    from nescal_sklearn.exceptions import GraphTimeout, NeSCalError
+
+    past = time.perf_counter() - 1.0
+    with pytest.raises(
+        GraphTimeout, match="^the neighbour search passed its deadline after 0 of its 300 rows$"
+    ) as caught:
+        build_knn_graph(points, 5, method=method, deadline=past)
+    assert isinstance(caught.value, NeSCalError) and isinstance(caught.value, TimeoutError)
+
+
+def test_the_exact_search_stops_between_blocks_once_its_deadline_passes(points, monkeypatch):
+    """A deadline that passes during the search stops it at the next block, not the end."""
+    import nescal_sklearn.graph._exact as exact_module
+    from nescal_sklearn.exceptions import GraphTimeout
+
+    clock = iter(np.arange(0.0, 100.0))  # one second a reading: past 2.5 at the 4th block
+    monkeypatch.setattr(exact_module, "perf_counter", lambda: next(clock))
+    with pytest.raises(GraphTimeout, match="after 30 of its 300 rows$"):
+        build_knn_graph(points, 5, method="exact", chunk_size=10, deadline=2.5)

@@ -35,6 +35,7 @@ import numpy as np
 import torch
 from skorch.callbacks import Callback, EarlyStopping, PrintLog
 
+from ..exceptions import GraphTimeout
 from ..losses import NeSCalLoss
 from ..metrics.logits import optimal_log_temperature, weighted_nll
 
@@ -192,6 +193,15 @@ class BuildNeighbourhood(Callback):
     n_neighbors : int or None, default=None
         Neighbours per row, when the fit clamped the spec's ``n_neighbors``; None: the
         spec's.
+    stop_on_time : StopOnTime or None, default=None
+        The fit's time limit: the graph must be built by its deadline, or not at all.
+        A search that passes it (:class:`~nescal_sklearn.exceptions.GraphTimeout`)
+        leaves the epoch unpenalised, and :class:`StopOnTime` ends training after it.
+
+    Attributes
+    ----------
+    timed_out_epoch_ : int or None
+        The (1-based) epoch whose graph search ran out of time; None if none did.
     """
 
     def __init__(
@@ -202,6 +212,7 @@ class BuildNeighbourhood(Callback):
         embedding_layer: str | None,
         random_state: int,
         n_neighbors: int | None = None,
+        stop_on_time: StopOnTime | None = None,
     ) -> None:
         self.loss = loss
         self.X_train = X_train
@@ -209,6 +220,10 @@ class BuildNeighbourhood(Callback):
         self.embedding_layer = embedding_layer
         self.random_state = random_state
         self.n_neighbors = n_neighbors
+        self.stop_on_time = stop_on_time
+
+    def on_train_begin(self, net, **kwargs) -> None:
+        self.timed_out_epoch_ = None
 
     def on_epoch_begin(self, net, **kwargs) -> None:
         epoch = len(net.history) - 1
@@ -218,17 +233,23 @@ class BuildNeighbourhood(Callback):
                 seconds = runtime.refresh_cache(net.module_, self.X_train)
                 net.history.record("cache_seconds", seconds)
             return
-        if net.warmup_end_epoch_ is None:
+        if net.warmup_end_epoch_ is None or self.timed_out_epoch_ is not None:
             return
-        net.nescal_ = self.loss.build_runtime(
-            net.module_,
-            self.X_train,
-            start_epoch=epoch,
-            max_epochs=self.max_epochs,
-            random_state=self.random_state,
-            embedding_layer=self.embedding_layer,
-            n_neighbors=self.n_neighbors,
-        )
+        on_time = self.stop_on_time
+        try:
+            net.nescal_ = self.loss.build_runtime(
+                net.module_,
+                self.X_train,
+                start_epoch=epoch,
+                max_epochs=self.max_epochs,
+                random_state=self.random_state,
+                embedding_layer=self.embedding_layer,
+                n_neighbors=self.n_neighbors,
+                deadline=None if on_time is None else on_time.deadline_,
+            )
+        except GraphTimeout:
+            self.timed_out_epoch_ = epoch + 1
+            return
         net.history.record("graph_seconds", net.nescal_.build_seconds)
 
 
@@ -316,6 +337,8 @@ class StopOnTime(Callback):
     ----------
     stopped_ : bool
         Whether this callback ended training.
+    deadline_ : float
+        ``time_limit`` seconds after training began, on ``time.perf_counter``'s clock.
     """
 
     def __init__(self, time_limit: float) -> None:
@@ -324,6 +347,7 @@ class StopOnTime(Callback):
     def on_train_begin(self, net, **kwargs) -> None:
         self.stopped_ = False
         self.start_ = time.perf_counter()
+        self.deadline_ = self.start_ + self.time_limit
         self.longest_ = 0.0
         self.last_ = self.start_
 

@@ -153,7 +153,10 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
     time_limit : float or None, default=None
         Wall-clock seconds the training may take: at the end of an epoch, training
         stops when one more epoch (as long as the longest so far) would end past it,
-        and the best epoch is kept as after ``patience``; at least one epoch runs. A
+        and the best epoch is kept as after ``patience``; at least one epoch runs.
+        NeSCal's graph is then searched exactly at any size (only that search can stop
+        on time: the approximate one first compiles for about 35 s in a new process),
+        and abandoned, unbuilt, once the limit has passed. A
         time budget (``CrossFitClassifier(time_limit=...)`` gives each member fit its
         share, or this limit where it is smaller); a fit it stops depends on the
         machine's speed, so it is not reproducible elsewhere. None: no limit.
@@ -238,7 +241,8 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
     penalty_status_ : {"penalised", "no_graph", "warmup_checkpoint"} or None
         For a neighbour loss (NeSCal): ``"penalised"`` when the returned weights
         were trained with the penalty; ``"no_graph"`` when the warm-up never ended
-        within ``max_epochs``; ``"warmup_checkpoint"`` when early stopping restored an
+        within ``max_epochs``, or ``time_limit`` ran out during the graph's search;
+        ``"warmup_checkpoint"`` when early stopping restored an
         epoch from before the graph. None for other losses.
 
     Examples
@@ -551,11 +555,13 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         self.graph_epoch_ = None if runtime is None else runtime.start_epoch + 1
         net.nescal_ = None  # the graph and the cache are not kept
         warmup = callbacks.get("warmup_end")
+        builder = callbacks.get("build_neighbourhood")
         self.penalty_status_ = penalty_status(
             settings,
             self.graph_epoch_,
             self.best_epoch_,
             None if warmup is None else warmup.restored_epoch_,
+            None if builder is None else builder.timed_out_epoch_,
         )
 
     def set_params(self, **params) -> NeSCalClassifier:

@@ -89,6 +89,7 @@ def make_net(
     validated = data.X_valid is not None
     monitor = settings.criterion.key if validated else None
     callbacks: dict = {}
+    on_time = None if settings.time_limit is None else StopOnTime(settings.time_limit)
     if validated:
         callbacks["validation_nll"] = ValidationNLL()
     if plan is not None:
@@ -101,6 +102,7 @@ def make_net(
             settings.embedding_layer,
             seed,
             n_neighbors=plan.n_neighbors,
+            stop_on_time=on_time,
         )
     callbacks["penalty_schedule"] = PenaltySchedule()
     callbacks["train_penalty"] = PassthroughScoring(name="train_penalty", on_train=True)
@@ -108,8 +110,8 @@ def make_net(
     if validated:
         train_split = predefined_split(RowsDataset(_valid_X(data), data.y_valid))
         callbacks.update(_early_stopping(settings, monitor, after_warmup=plan is not None))
-    if settings.time_limit is not None:
-        callbacks["stop_on_time"] = StopOnTime(settings.time_limit)
+    if on_time is not None:
+        callbacks["stop_on_time"] = on_time
     if frozen is not None and settings.unfreeze_at is not None:
         callbacks["unfreeze"] = Unfreeze(settings.unfreeze_at, settings.unfreeze_lr)
     if settings.lr_schedule != "constant":

@@ -90,10 +90,12 @@ def penalty_status(
     graph_epoch: int | None,
     best_epoch: int | None,
     restored_epoch: int | None,
+    graph_timed_out_epoch: int | None = None,
 ) -> str | None:
     """Whether the returned weights were trained with the penalty; warn when not.
 
-    ``"penalised"``, ``"no_graph"`` (the warm-up never ended) or ``"warmup_checkpoint"``
+    ``"penalised"``, ``"no_graph"`` (the warm-up never ended, or the time limit ran out
+    during the graph's search at ``graph_timed_out_epoch``) or ``"warmup_checkpoint"``
     (early stopping restored an epoch from before the graph); None for a loss without a
     graph.
     """
@@ -101,7 +103,13 @@ def penalty_status(
     if not loss.uses_neighbours:
         return None
     criterion = (settings.criterion or CRITERIA["nll"]).words
-    if graph_epoch is None:
+    if graph_timed_out_epoch is not None:
+        why = (
+            f"time_limit={settings.time_limit:g} s ran out while the neighbour graph was "
+            f"searched at the start of epoch {graph_timed_out_epoch}, so it was never built"
+        )
+        status = "no_graph"
+    elif graph_epoch is None:
         why = (
             "the warm-up never ended (warmup='auto' ends it once the "
             f"{criterion} has not improved for warmup_patience={loss.warmup_patience} "

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from time import perf_counter
+
 import numpy as np
 import torch
 
-__all__ = ["exact_neighbours", "auto_chunk_size", "sort_neighbours"]
+from ..exceptions import GraphTimeout
+
+__all__ = ["auto_chunk_size", "check_deadline", "exact_neighbours", "sort_neighbours"]
 
 #: Target size of one chunk × n similarity block, in bytes (float32).
 _BLOCK_BYTES = 128 * 2**20
@@ -38,11 +42,21 @@ def _resolve_ties(block: torch.Tensor, threshold: torch.Tensor, k: int) -> torch
     return keep.nonzero()[:, 1].reshape(block.shape[0], k)
 
 
+def check_deadline(deadline: float | None, done: int, total: int) -> None:
+    """Raise :class:`~nescal_sklearn.exceptions.GraphTimeout` if ``time.perf_counter()``
+    is past ``deadline`` (None: never), saying how many of ``total`` rows were searched."""
+    if deadline is not None and perf_counter() > deadline:
+        raise GraphTimeout(
+            f"the neighbour search passed its deadline after {done} of its {total} rows"
+        )
+
+
 def exact_neighbours(
     unit: np.ndarray,
     n_neighbors: int,
     chunk_size: int | None = None,
     rows: np.ndarray | None = None,
+    deadline: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact ``n_neighbors`` most cosine-similar rows of ``unit`` (unit-norm rows), self excluded.
 
@@ -56,6 +70,9 @@ def exact_neighbours(
         Query rows per matmul block; ``None`` picks ~128 MB blocks.
     rows : ndarray of int or None
         Query only these rows (default: all).
+    deadline : float or None
+        A time on ``time.perf_counter``'s clock: once past it, the search raises
+        :class:`~nescal_sklearn.exceptions.GraphTimeout` before its next block.
 
     Returns
     -------
@@ -73,6 +90,7 @@ def exact_neighbours(
     out_sim = torch.empty((len(queries), n_neighbors), dtype=torch.float32)
     with torch.no_grad():
         for start in range(0, len(queries), chunk):
+            check_deadline(deadline, start, len(queries))
             query = torch.from_numpy(queries[start : start + chunk])
             contiguous = rows is None
             left = data[start : start + len(query)] if contiguous else data[query]

@@ -218,6 +218,7 @@ def neighbourhood_from_model(
     return_similarities: bool = False,
     batch_size: int = EMBEDDING_BATCH_ROWS,
     member_graph: str = "shared",
+    deadline: float | None = None,
 ) -> ModelNeighbourhood:
     """Embed the training rows with the network and build their neighbour graph.
 
@@ -240,7 +241,7 @@ def neighbourhood_from_model(
         The kNN graph, or the random-graph control.
     embedding_layer : str or None, default=None
         See :func:`find_embedding_layer`.
-    reduction, n_components, method
+    reduction, n_components, method, deadline
         See :func:`build_knn_graph` (``graph="knn"`` only).
     random_state : int or None, default=None
         Seed of the approximate search, of the reductions and of the random graph.
@@ -305,6 +306,7 @@ def neighbourhood_from_model(
                 method=method,
                 random_state=random_state,
                 return_similarities=return_similarities,
+                deadline=deadline,
             )
             for m in range(n_members)
         ]
@@ -320,6 +322,7 @@ def neighbourhood_from_model(
             method=method,
             random_state=random_state,
             return_similarities=return_similarities,
+            deadline=deadline,
         )
     device = log_probs.device
     neighbors = torch.as_tensor(neighbors, dtype=torch.int64, device=device)
@@ -345,6 +348,7 @@ def _search(
     method: str,
     random_state: int | None,
     return_similarities: bool,
+    deadline: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """The neighbours (and similarities) of one set of embeddings."""
     similarities = None
@@ -359,6 +363,7 @@ def _search(
             method=method,
             random_state=random_state,
             return_similarities=return_similarities,
+            deadline=deadline,
         )
         if return_similarities:
             found, sims = found

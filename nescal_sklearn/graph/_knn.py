@@ -10,7 +10,7 @@ import numpy as np
 from .._params import check_int
 from ._approximate import approximate_neighbours
 from ._checks import check_n_neighbors
-from ._exact import exact_neighbours
+from ._exact import check_deadline, exact_neighbours
 from ._reduce import default_n_components, l2_normalise, reduce_embeddings
 
 __all__ = ["AUTO_EXACT_MAX_SAMPLES", "KNN_METHODS", "REDUCTIONS", "build_knn_graph"]
@@ -65,6 +65,7 @@ def build_knn_graph(
     chunk_size: int | None = None,
     random_state: int | None = None,
     return_similarities: bool = False,
+    deadline: float | None = None,
 ):
     """Connect every row to its ``n_neighbors`` most cosine-similar other rows.
 
@@ -78,7 +79,9 @@ def build_knn_graph(
       in a process; nescal_sklearn caches what can be cached on disk (see
       ``nescal_sklearn/_compat/numba_cache.py``) so later processes pay less.
     * ``"auto"``: exact up to :data:`AUTO_EXACT_MAX_SAMPLES` rows (20,000),
-      approximate above (exact, with a warning, if pynndescent is not installed).
+      approximate above (exact, with a warning, if pynndescent is not installed);
+      exact at any size under a ``deadline``, since only the exact search can stop
+      on time (a cold approximate search spends ~35 s compiling first).
 
     Each row's neighbours come sorted by decreasing similarity; among equal
     similarities the lower index comes first (exact search, including which rows
@@ -103,6 +106,11 @@ def build_knn_graph(
         Seed of PCA's randomised solver, UMAP and NN-descent.
     return_similarities : bool, default=False
         Also return the neighbours' cosine similarities.
+    deadline : float or None, default=None
+        A time on ``time.perf_counter``'s clock by which the search must end: past
+        it, :class:`~nescal_sklearn.exceptions.GraphTimeout` is raised between two
+        blocks of the exact search, or before an approximate one starts (which
+        cannot stop once started). None: no deadline.
 
     Returns
     -------
@@ -166,7 +174,8 @@ def build_knn_graph(
         unit = reduce_embeddings(unit, reduction, n_components, random_state)
 
     if method == "auto":
-        method = "exact" if n_samples <= AUTO_EXACT_MAX_SAMPLES else "approximate"
+        small = n_samples <= AUTO_EXACT_MAX_SAMPLES or deadline is not None
+        method = "exact" if small else "approximate"
         if method == "approximate" and importlib.util.find_spec("pynndescent") is None:
             warnings.warn(
                 f"method='auto' would search the {n_samples} rows approximately, but "
@@ -177,7 +186,8 @@ def build_knn_graph(
             )
             method = "exact"
     if method == "approximate" and n_neighbors + 1 < n_samples:
+        check_deadline(deadline, 0, n_samples)
         neighbors, sims = approximate_neighbours(unit, n_neighbors, random_state)
     else:
-        neighbors, sims = exact_neighbours(unit, n_neighbors, chunk_size)
+        neighbors, sims = exact_neighbours(unit, n_neighbors, chunk_size, deadline=deadline)
     return (neighbors, sims) if return_similarities else neighbors

@@ -231,6 +231,7 @@ class NeSCalLoss(TrainingLoss):
         random_state: int | None = None,
         embedding_layer: str | None = None,
         n_neighbors: int | None = None,
+        deadline: float | None = None,
     ) -> NeSCalRuntime:
         """Build the graph on ``module``'s embeddings of the training rows ``X``.
 
@@ -256,10 +257,18 @@ class NeSCalLoss(TrainingLoss):
         n_neighbors : int or None, default=None
             Neighbours per row for this fit, instead of the spec's ``n_neighbors``
             (what an estimator uses when the data holds too few rows for it).
+        deadline : float or None, default=None
+            A time on ``time.perf_counter``'s clock by which the graph must be built
+            (:func:`~nescal_sklearn.graph.build_knn_graph`'s ``deadline``); None: none.
 
         Returns
         -------
         NeSCalRuntime
+
+        Raises
+        ------
+        GraphTimeout
+            When the search passes ``deadline``.
         """
         found = neighbourhood_from_model(
             module,
@@ -273,6 +282,7 @@ class NeSCalLoss(TrainingLoss):
             random_state=random_state,
             return_similarities=self.adaptive == "density",
             member_graph=self.member_graph,
+            deadline=deadline,
         )
         smoothing = NeighbourhoodSmoothing(
             found.neighbors,
