@@ -200,3 +200,15 @@ def test_serve_cost_quick():
     members = [line for line in out.splitlines() if line.startswith("* ")]
     assert members and all(" ms" in line and "weight" in line for line in members)
     assert "One call: limit_threads" in out
+
+
+def test_scale_confirm_table_reads_the_committed_records(tmp_path):
+    """The study's table comes from its records alone (no fit): a row per set with every
+    method on 3 seeds, the medians, and the three bars no compare call prints."""
+    out = tmp_path / "table.md"
+    printed = run_script("benchmarks/scale_confirm_table.py", "--out", str(out))
+    table = out.read_text()
+    assert table.splitlines()[0].startswith("| dataset ") and "| median " in table
+    assert table.strip() in printed
+    for bar in ("(1) median fit s per 10,000 rows", "(3) lean predict within 2x", "(5) sets with"):
+        assert bar in printed
