@@ -14,7 +14,8 @@ step reads the budget it is handed, never the limit. Its rules:
   cross-fitting starts after its deadline. A member that can stop on time (a
   ``time_limit`` parameter, as ``NeSCalClassifier`` has) gets the smaller of its own
   ``time_limit`` and its share of the time left (:meth:`TimeBudget.share`), asked when
-  its fit starts.
+  its fit starts; one that cannot stop starts only if its mean fit so far lets it end
+  by the deadline.
 * **A share too small** (under :data:`MIN_SHARE` seconds: the time of the fits that
   stop on time has run out, as when members that cannot stop took longer than
   planned, or the workers took long to start) does not start a fit: it counts as timed
@@ -86,12 +87,17 @@ class TimeBudget:
     needed : bool
         Whether the model needs the fit (a member's first fold, a refit): it starts
         whatever the time.
+    expected : float or None
+        The seconds a fit that cannot stop is expected to take (its member's mean fit
+        so far): it starts only if it is expected to end by ``deadline`` (None: it
+        starts before ``deadline``).
     """
 
     deadline: float
     timed_deadline: float | None = None
     rounds: int | None = None
     needed: bool = False
+    expected: float | None = None
 
     @classmethod
     def of_fit(
@@ -103,9 +109,18 @@ class TimeBudget:
             return None
         return cls(start + share * time_limit, needed=needed)
 
-    def planned(self, timed_deadline: float, rounds: int | None, *, needed: bool) -> TimeBudget:
+    def planned(
+        self,
+        timed_deadline: float,
+        rounds: int | None,
+        *,
+        needed: bool,
+        expected: float | None = None,
+    ) -> TimeBudget:
         """This budget for one fit, with the plan of its stage."""
-        return replace(self, timed_deadline=timed_deadline, rounds=rounds, needed=needed)
+        return replace(
+            self, timed_deadline=timed_deadline, rounds=rounds, needed=needed, expected=expected
+        )
 
     def share(self, now: float) -> float:
         """Seconds a fit that stops on time may take from ``now``: the time to
@@ -119,14 +134,16 @@ class TimeBudget:
 
         A member that stops on time is cloned with ``time_limit`` set to the smaller of
         its own and its :meth:`share`; a share under :data:`MIN_SHARE` starts no fit. A
-        member that cannot stop starts only before ``deadline``. A fit the model
-        ``needed`` always starts, with a share of at least :data:`MIN_SHARE`.
+        member that cannot stop starts only if it is ``expected`` to end by ``deadline``
+        (before it, when nothing is expected). A fit the model ``needed`` always starts,
+        with a share of at least :data:`MIN_SHARE`.
         """
         now = CLOCK()
         if not self.needed and now >= self.deadline:
             return None
         if not stops_on_time(estimator):
-            return estimator
+            late = self.expected is not None and now + self.expected > self.deadline
+            return None if late and not self.needed else estimator
         share = self.share(now)
         if share < MIN_SHARE:
             if not self.needed:

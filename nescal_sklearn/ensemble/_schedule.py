@@ -290,19 +290,19 @@ def _plan(stages, timed, seconds, budget: TimeBudget | None, workers) -> list:
     it (the first fold; None without a budget).
 
     The timed fits end before the deadline less the untimed members' expected time
-    (their mean fit so far, per fit still to run, spread over the workers). Timed fits
+    (their mean fit so far, per fit still to run, spread over the workers); an untimed
+    fit starts only if it is expected to end by the deadline. Timed fits
     run ``workers`` at a time, stage after stage: ``ceil(timed fits / workers)`` rounds
     in each stage.
     """
     jobs = stages[0]
     if budget is None:
         return [None] * len(jobs)
-    untimed = sum(
-        np.nanmean(seconds[:, m]) if np.any(~np.isnan(seconds[:, m])) else 0.0
-        for stage in stages
-        for _, m in stage
-        if not timed[m]
-    )
+    mean = [
+        float(np.nanmean(seconds[:, m])) if np.any(~np.isnan(seconds[:, m])) else None
+        for m in range(seconds.shape[1])
+    ]
+    untimed = sum(mean[m] or 0.0 for stage in stages for _, m in stage if not timed[m])
     timed_deadline = budget.deadline - untimed / workers
     per_stage = [math.ceil(sum(timed[m] for _, m in stage) / workers) for stage in stages]
     budgets, position = [], 0
@@ -311,7 +311,8 @@ def _plan(stages, timed, seconds, budget: TimeBudget | None, workers) -> list:
         if timed[m]:
             rounds = per_stage[0] - position // workers + sum(per_stage[1:])
             position += 1
-        budgets.append(budget.planned(timed_deadline, rounds, needed=f == 0))
+        expected = None if timed[m] else mean[m]
+        budgets.append(budget.planned(timed_deadline, rounds, needed=f == 0, expected=expected))
     return budgets
 
 
