@@ -69,12 +69,13 @@ def per_dataset(folder: str, seeds: int) -> tuple[list[str], dict[str, tuple[np.
         run("new_lean", "predict_seconds"),
         run("hgb", "predict_seconds"),
     )
+    rec_fit = run("rec", "fit_seconds")
     columns = {
         "rows fitted": (rows, "{:.0f}"),
         "new fit s": (fit, "{:.1f}"),
         "new s / 10k rows": (1e4 * fit / rows, "{:.1f}"),
-        "rec s / 10k rows": (1e4 * run("rec", "fit_seconds") / rows, "{:.1f}"),
-        "new fit × rec's": (fit / run("rec", "fit_seconds"), "{:.2f}"),
+        "rec s / 10k rows": (1e4 * rec_fit / rows, "{:.1f}"),
+        "new fit × rec's": (fit / rec_fit, "{:.2f}"),
         "NLL new vs rec": (change("new", "rec"), "{:+.2f} %"),
         "NLL lean vs new": (change("new_lean", "new"), "{:+.2f} %"),
         "lean predict ms / 1k rows": (1e6 * lean / n_test, "{:.2f}"),
