@@ -187,6 +187,10 @@ def _params(estimator) -> dict:
         ("scale_confirm", "new_lean", "2026-12-06", {"refit": True}),
         ("scale_confirm", "new_budget", "2026-12-06", {"time_limit": 30.0}),
         ("scale_confirm", "rec", "2026-12-05", {}),
+        # the searches that follow it: the graph's (issue 41) and the stacker's (issue 45)
+        ("graph_search", "new", "2026-12-06", {}),
+        ("stack_search", "rec", "2026-12-06", {}),
+        ("stack_search", "rec05", "2026-12-05", {}),
     ],
 )
 def test_the_configs_recommended_model_is_make_recommended_classifier(
@@ -201,3 +205,27 @@ def test_the_configs_recommended_model_is_make_recommended_classifier(
     shown = config.build(spec, {}, 0)
     given = make_recommended_classifier(random_state=0, recipe=recipe, **options)[-1]
     assert _params(shown) == _params(given)
+
+
+@pytest.mark.parametrize(("method", "search"), [("exact_pca", {"reduction": "pca"}), ("exact", {})])
+def test_the_graph_searchs_candidates_differ_from_new_only_in_the_neighbour_search(method, search):
+    """graph_search.json's description says so: the candidates' NeSCal member trains with
+    the loss settings of the recipe of 2026-12-06 but the search (and PCA for exact_pca)."""
+    from nescal_sklearn.estimator import get_recipe
+
+    config = load_config(ROOT / "benchmarks" / "configs" / "graph_search.json")
+    built = {m.name: config.build(m, {}, 0) for m in config.methods if m.name in ("new", method)}
+    (nescal, *others) = built[method].estimators
+    (reference, *same_others) = built["new"].estimators
+    assert [(n, e.get_params()) for n, e in others] == [(n, e.get_params()) for n, e in same_others]
+
+    def training(member) -> dict:
+        return {k: v for k, v in member.get_params().items() if not k.startswith("loss")}
+
+    assert training(nescal[1]) == training(reference[1])
+    expected = {
+        **get_recipe("2026-12-06").loss_params["nescal_experimental"],
+        "graph_method": "exact",
+        **search,
+    }
+    assert nescal[1].loss.get_params() == expected
