@@ -20,15 +20,10 @@ from __future__ import annotations
 import os
 import signal
 import threading
-import time
 
-#: Seconds between two checks of the parent.
-INTERVAL = 0.5
+from nescal_sklearn._orphans import INTERVAL, PARENT_GONE_STATUS, exit_with_parent
 
-#: Exit status of a worker whose runner is gone.
-PARENT_GONE_STATUS = 75
-
-_watched: int | None = None
+__all__ = ["INTERVAL", "PARENT_GONE_STATUS", "ensure_parent_alive", "watch_parent"]
 
 
 def ensure_parent_alive(parent_pid: int | None) -> None:
@@ -43,29 +38,18 @@ def ensure_parent_alive(parent_pid: int | None) -> None:
         os._exit(PARENT_GONE_STATUS)
 
 
-def _watch(parent_pid: int, interval: float) -> None:
-    while True:
-        ensure_parent_alive(parent_pid)
-        time.sleep(interval)
-
-
 def watch_parent(parent_pid: int | None, interval: float = INTERVAL) -> None:
     """In a worker of the runner ``parent_pid``: exit as soon as the runner is gone.
 
-    Starts (once per process) a daemon thread doing :func:`ensure_parent_alive` every
-    ``interval`` seconds, and makes the worker ignore SIGINT. A no-op in the runner
-    itself and for ``parent_pid=None``.
+    Starts (once per process) the library's watching thread
+    (:func:`nescal_sklearn._orphans.exit_with_parent`), and makes the worker
+    ignore SIGINT. A no-op in the runner itself and for ``parent_pid=None``.
     """
-    global _watched
     if parent_pid is None or os.getpid() == parent_pid:
         return
     ensure_parent_alive(parent_pid)
-    if _watched == parent_pid:
-        return
-    _watched = parent_pid
-    if threading.current_thread() is threading.main_thread():
+    if (
+        exit_with_parent(parent_pid, interval)
+        and threading.current_thread() is threading.main_thread()
+    ):
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-    thread = threading.Thread(
-        target=_watch, args=(parent_pid, interval), name="nescal-bench-watchdog", daemon=True
-    )
-    thread.start()

@@ -34,6 +34,7 @@ import numpy as np
 from joblib import Parallel, cpu_count, delayed, effective_n_jobs
 from threadpoolctl import threadpool_limits
 
+from .._orphans import exit_with_parent
 from ..model_selection import fit_on_fold
 from ._budget import TimeBudget, stops_on_time
 
@@ -119,7 +120,10 @@ def _timed_fit(
     ``threads`` (:func:`threads_per_fit`) bounds the fit's OpenMP pool (:func:`cores`), as
     joblib's process workers bound their own: gradient boosting's OpenMP threads would
     otherwise take every core in each of the parallel fits of a thread-based backend.
+    A worker process of ``parent`` ends as soon as ``parent`` does
+    (:mod:`nescal_sklearn._orphans`).
     """
+    exit_with_parent(parent)
     with kept_warnings(parent) as kept:
         if budget is not None:
             estimator = budget.started(estimator)
