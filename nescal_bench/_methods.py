@@ -451,7 +451,8 @@ class ClassifierMethod(MethodKind):
     def parameter_target(self, name: str, where: str) -> str:
         if name == "random_state":
             raise ConfigError(where, "set by the runner from the seeds, not by the config")
-        names = set(_instance(import_path("", self.ref)).get_params(deep=True))
+        cls = import_path("", self.ref)  # CatBoost's get_params names only those set
+        names = set(_instance(cls).get_params(deep=True)) | set(inspect.signature(cls).parameters)
         if name not in names:
             raise ConfigError(
                 where, f"unknown parameter of {self.default_name}; expected one of {sorted(names)}"

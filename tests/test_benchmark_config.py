@@ -24,7 +24,7 @@ from nescal_bench import (
 )
 
 CONFIGS = Path(__file__).resolve().parents[1] / "benchmarks" / "configs"
-BENCH_EXTRAS = ("pytabkit",)
+BENCH_EXTRAS = ("pytabkit", "catboost")
 
 BASE = {
     "datasets": [{"sklearn": "iris"}],

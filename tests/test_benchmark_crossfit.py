@@ -191,6 +191,7 @@ def _params(estimator) -> dict:
         ("graph_search", "new", "2026-12-06", {}),
         ("stack_search", "rec", "2026-12-06", {}),
         ("stack_search", "rec05", "2026-12-05", {}),
+        ("portfolio_confirm", "rec05", "2026-12-05", {}),
     ],
 )
 def test_the_configs_recommended_model_is_make_recommended_classifier(
@@ -229,3 +230,31 @@ def test_the_graph_searchs_candidates_differ_from_new_only_in_the_neighbour_sear
         **search,
     }
     assert nescal[1].loss.get_params() == expected
+
+
+def test_the_portfolio_confirm_runs_the_stack_searchs_choice_and_its_twins():
+    """portfolio_confirm.json's description says so: chosen is stack_search's all_stack (its
+    rule's choice), chosen_ce the same with a cross-entropy network, chosen_nonet without
+    the networks."""
+    configs = ROOT / "benchmarks" / "configs"
+    search = {
+        m["name"]: m for m in json.loads((configs / "stack_search.json").read_text())["methods"]
+    }
+    confirm = {
+        m["name"]: m
+        for m in json.loads((configs / "portfolio_confirm.json").read_text())["methods"]
+    }
+    assert confirm["chosen"] == {**search["all_stack"], "name": "chosen"}
+    members = confirm["chosen"]["params"]["estimators"]
+    ce = [
+        [name, {**spec, "params": {**spec["params"], "loss": "ce"}}]
+        if name == "nescal"
+        else [name, spec]
+        for name, spec in members
+    ]
+    assert confirm["chosen_ce"]["params"] == {**confirm["chosen"]["params"], "estimators": ce}
+    networks = [n for n, spec in members if spec["class"] == "nescal_sklearn.NeSCalClassifier"]
+    assert networks == ["nescal", "ls"]
+    kept = [[n, spec] for n, spec in members if n not in networks]
+    assert confirm["chosen_nonet"]["params"] == {**confirm["chosen"]["params"], "estimators": kept}
+    assert confirm["autogluon"]["params"]["time_limit"] == {"from_method": "chosen"}
