@@ -21,7 +21,7 @@ import os
 import signal
 import threading
 
-from nescal_sklearn._orphans import INTERVAL, PARENT_GONE_STATUS, exit_with_parent
+from nescal_sklearn._compat.orphans import INTERVAL, PARENT_GONE_STATUS, exit_with_parent
 
 __all__ = ["INTERVAL", "PARENT_GONE_STATUS", "ensure_parent_alive", "watch_parent"]
 
@@ -42,7 +42,7 @@ def watch_parent(parent_pid: int | None, interval: float = INTERVAL) -> None:
     """In a worker of the runner ``parent_pid``: exit as soon as the runner is gone.
 
     Starts (once per process) the library's watching thread
-    (:func:`nescal_sklearn._orphans.exit_with_parent`), and makes the worker
+    (:func:`nescal_sklearn._compat.orphans.exit_with_parent`), and makes the worker
     ignore SIGINT. A no-op in the runner itself and for ``parent_pid=None``.
     """
     if parent_pid is None or os.getpid() == parent_pid:

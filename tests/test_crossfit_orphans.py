@@ -1,5 +1,5 @@
 """A cross-fitted fit's worker processes end with the process that fits: killed while its
-members fit in loky's workers, none of them goes on fitting (nescal_sklearn._orphans)."""
+members fit in loky's workers, none of them goes on fitting (nescal_sklearn._compat.orphans)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from nescal_sklearn._orphans import exit_with_parent
+from nescal_sklearn._compat.orphans import exit_with_parent
 
 psutil = pytest.importorskip("psutil")
 

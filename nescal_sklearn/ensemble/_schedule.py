@@ -34,7 +34,7 @@ import numpy as np
 from joblib import Parallel, cpu_count, delayed, effective_n_jobs
 from threadpoolctl import threadpool_limits
 
-from .._orphans import exit_with_parent
+from .._compat.orphans import exit_with_parent
 from ..model_selection import fit_on_fold
 from ._budget import TimeBudget, stops_on_time
 
@@ -121,7 +121,7 @@ def _timed_fit(
     joblib's process workers bound their own: gradient boosting's OpenMP threads would
     otherwise take every core in each of the parallel fits of a thread-based backend.
     A worker process of ``parent`` ends as soon as ``parent`` does
-    (:mod:`nescal_sklearn._orphans`).
+    (:mod:`nescal_sklearn._compat.orphans`).
     """
     exit_with_parent(parent)
     with kept_warnings(parent) as kept:
