@@ -258,3 +258,26 @@ def test_the_portfolio_confirm_runs_the_stack_searchs_choice_and_its_twins():
     kept = [[n, spec] for n, spec in members if n not in networks]
     assert confirm["chosen_nonet"]["params"] == {**confirm["chosen"]["params"], "estimators": kept}
     assert confirm["autogluon"]["params"]["time_limit"] == {"from_method": "chosen"}
+
+
+def test_the_full_size_study_runs_the_confirms_methods_on_two_threads():
+    """portfolio_full.json's description says so: the confirm's methods, the same members
+    and parameters, but for the cores they run on, on the full-size sets of scale_confirm."""
+    configs = ROOT / "benchmarks" / "configs"
+    confirm, full, scale = (
+        json.loads((configs / f"{name}.json").read_text())
+        for name in ("portfolio_confirm", "portfolio_full", "scale_confirm")
+    )
+    cores = {"n_jobs": 2, "thread_count": 2}
+    expected = []
+    for method in confirm["methods"]:
+        params = dict(method.get("params", {}))
+        if method["estimator"].endswith("CrossFitClassifier"):
+            params["n_jobs"] = 2
+        elif "thread_count" in params:
+            params["thread_count"] = 2
+        expected.append({**method, "params": params} if "params" in method else method)
+    assert full["methods"] == expected
+    assert {k for m in full["methods"] for k in m.get("params", {})} & cores.keys() == cores.keys()
+    assert full["datasets"] == scale["datasets"] and full["confirm_seeds"] == [0, 1, 2]
+    assert full["budget"] == {"threads": 2} and "max_rows" not in full["budget"]

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _quick_models import quick_recommended
 from sklearn.datasets import load_breast_cancer, load_iris, load_wine
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.linear_model import LogisticRegression
@@ -27,7 +28,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from nescal_sklearn import CalibratedTemperature, NeSCalClassifier
-from nescal_sklearn.ensemble import CrossFitClassifier, make_recommended_classifier
+from nescal_sklearn.ensemble import CrossFitClassifier
 
 GOLDEN = Path(__file__).parent / "data" / "golden_b2ed419.npz"
 ATOL = 1e-5
@@ -45,11 +46,6 @@ def _crossfit(**params):
         ("hgb", HistGradientBoostingClassifier(early_stopping=True, max_iter=30)),
     ]
     return CrossFitClassifier(members, cv=3, random_state=0, **params)
-
-
-def _recommended(recipe=None):
-    model = make_recommended_classifier(random_state=0, recipe=recipe)
-    return model.set_params(classifier__nescal__max_epochs=5, classifier__nescal__loss__warmup=2)
 
 
 def _cases():
@@ -73,8 +69,8 @@ def _cases():
             {"sample_weight": weights, "groups": groups},
         ),
         "crossfit_refit": (_crossfit(refit=True), wine_X, wine_y, {}),
-        "recommended": (_recommended("2026-12-05"), frame, frame_y, {}),
-        "recommended_2026_12_04": (_recommended("2026-12-04"), iris_X, iris_y, {}),
+        "recommended": (quick_recommended("2026-12-05"), frame, frame_y, {}),
+        "recommended_2026_12_04": (quick_recommended("2026-12-04"), iris_X, iris_y, {}),
         "temperature_cv": (
             CalibratedTemperature(
                 make_pipeline(StandardScaler(), LogisticRegression()), cv=5, random_state=0

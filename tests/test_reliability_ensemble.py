@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 import sklearn
+from _quick_models import quick_recommended
 from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import log_loss
@@ -31,7 +32,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from nescal_sklearn.calibration import CalibratedTemperature
-from nescal_sklearn.ensemble import CrossFitClassifier, make_recommended_classifier
+from nescal_sklearn.ensemble import CrossFitClassifier
 from nescal_sklearn.model_selection import out_of_fold_logits
 
 
@@ -345,18 +346,13 @@ def test_with_every_row_twice_the_out_of_fold_nll_stays_honest():
 # -- the recommended model on NumPy input, with groups (N45, N46, N50, N124) -----------------
 
 
-def _quick():
-    model = make_recommended_classifier(random_state=0)
-    return model.set_params(classifier__nescal__max_epochs=5, classifier__nescal__loss__warmup=2)
-
-
 def test_the_recommended_model_fits_numpy_rows_with_groups():
     X, y = _data(150)
     groups = np.arange(150) // 3
-    model = _quick().fit(X, y, classifier__groups=groups)
+    model = quick_recommended().fit(X, y, classifier__groups=groups)
     fold = _test_part_of(model[-1], 150)
     assert all(np.unique(fold[groups == g]).size == 1 for g in np.unique(groups))
-    listed = _quick().fit(X.tolist(), y.tolist(), classifier__groups=groups)
+    listed = quick_recommended().fit(X.tolist(), y.tolist(), classifier__groups=groups)
     np.testing.assert_array_equal(listed.predict_proba(X.tolist()), model.predict_proba(X))
 
 
@@ -368,7 +364,7 @@ def test_the_recommended_model_refuses_sparse_input_by_name():
         "dense columns: convert it with X.toarray() (numeric columns), or pass a DataFrame."
     )
     with pytest.raises(TypeError, match=f"^{re.escape(message)}$"):
-        _quick().fit(sp.csr_matrix(X), y)
+        quick_recommended().fit(sp.csr_matrix(X), y)
 
 
 # -- a rare class without signal (N22) ------------------------------------------------------
@@ -399,7 +395,7 @@ def test_a_map_chosen_on_a_rare_class_without_signal_never_collapses_fresh_rows(
     for seed in range(12):
         y = np.zeros(200, int)
         y[:5] = 1
-        model = _quick().fit(_columns(200, seed), y)
+        model = quick_recommended().fit(_columns(200, seed), y)
         classifier = model[-1]
         unmapped = np.mean(classifier._fold_probas(model[0].transform(X_new)), axis=0)
         mapped = model.predict_proba(X_new)
