@@ -276,6 +276,38 @@ def test_the_timing_run_fits_the_confirms_chosen_ce_and_rec05_again():
     assert {k: timing[k] for k in same} == {k: confirm[k] for k in same}
 
 
+def test_the_cheaper_search_changes_chosen_ce_only_as_its_description_says():
+    """portfolio_cheap.json: rec05 as in the confirm, and chosen_ce without a forest, without
+    both forests, with forests of 100 trees, or without the label-smoothing network and with
+    forests of 100 trees; every other member and parameter is the confirm's."""
+    configs = ROOT / "benchmarks" / "configs"
+    confirm, cheap = (
+        json.loads((configs / f"{name}.json").read_text())
+        for name in ("portfolio_confirm", "portfolio_cheap")
+    )
+    confirm = {m["name"]: m for m in confirm["methods"]}
+    ce = confirm["chosen_ce"]
+
+    def variant(name, drop=(), trees=300):
+        members = [[n, spec] for n, spec in ce["params"]["estimators"] if n not in drop]
+        members = [
+            [n, {**spec, "params": {**spec["params"], "n_estimators": trees}}]
+            if n in {"et", "rf"}
+            else [n, spec]
+            for n, spec in members
+        ]
+        return {**ce, "name": name, "params": {**ce["params"], "estimators": members}}
+
+    assert cheap["methods"] == [
+        confirm["rec05"],
+        variant("ce_no_rf", drop={"rf"}),
+        variant("ce_no_et_rf", drop={"et", "rf"}),
+        variant("ce_trees100", trees=100),
+        variant("ce_no_ls_trees100", drop={"ls"}, trees=100),
+    ]
+    assert cheap["confirm_seeds"] == [0] and cheap["budget"] == {"max_rows": 3000, "threads": 1}
+
+
 def test_the_full_size_study_runs_the_confirms_methods_on_two_threads():
     """portfolio_full.json's description says so: the confirm's methods, the same members
     and parameters, but for the cores they run on, on the full-size sets of scale_confirm."""
