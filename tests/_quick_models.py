@@ -8,13 +8,13 @@ from nescal_sklearn import NeSCalClassifier
 from nescal_sklearn.ensemble import make_recommended_classifier
 
 
-def quick_recommended(recipe: str | None = None, epochs: int = 5, **params) -> Pipeline:
-    """``make_recommended_classifier(random_state=0, recipe=recipe, **params)`` whose
-    networks train ``epochs`` epochs, a NeSCal network's penalty from the third."""
-    model = make_recommended_classifier(random_state=0, recipe=recipe, **params)
+def quick_recommended(recipe: str | None = None) -> Pipeline:
+    """``make_recommended_classifier(random_state=0, recipe=recipe)`` whose networks train
+    5 epochs, a NeSCal network's penalty from the third."""
+    model = make_recommended_classifier(random_state=0, recipe=recipe)
     for _, member in model[-1].estimators:
         if isinstance(member, NeSCalClassifier):
-            member.set_params(max_epochs=epochs)
+            member.set_params(max_epochs=5)
             if member.loss == "nescal":
                 member.set_params(loss__warmup=2)
     return model

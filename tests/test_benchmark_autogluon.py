@@ -26,6 +26,16 @@ from nescal_bench import (
 )
 
 HAS_AUTOGLUON = importlib.util.find_spec("autogluon") is not None
+#: The model families of AutoGluon 1.6's medium_quality preset, by leaderboard name.
+FAMILIES = {
+    "NeuralNetFastAI",
+    "NeuralNetTorch",
+    "LightGBM",
+    "CatBoost",
+    "XGBoost",
+    "RandomForest",
+    "ExtraTrees",
+}
 
 FOLLOWS = {
     "name": "follows",
@@ -163,6 +173,11 @@ def test_autogluon_fits_a_tiny_set_and_predicts_in_the_label_order(tmp_path):
     # each column is the probability of its class: the right class scores highest mostly
     assert np.mean(model.classes_[proba.argmax(axis=1)] == labels[1::2]) > 0.8
     assert model.predictor_.eval_metric.name == "log_loss"
+    # medium_quality's families all train here, the two networks included (a torchvision
+    # built for another torch once stopped the lab's AutoGluon venv from importing them)
+    families = {re.sub(r"(Gini|Entr|XT|Large)$", "", name) for name in model.models_}
+    assert FAMILIES <= families, f"medium_quality trained {sorted(model.models_)}"
+    assert sum(model.models_.values()) == pytest.approx(1)
     path = model.path_
     assert os.path.isdir(path)
     del model
@@ -196,3 +211,4 @@ def test_the_runner_fits_autogluon_at_the_time_of_another_method(tmp_path):
     assert ag["params"]["time_limit"] == mlp["run"]["fit_seconds"] > 1
     assert np.isfinite(ag["test"]["raw"]["nll"]) and ag["test"]["raw"]["accuracy"] > 0.5
     assert json.dumps(ag["identity"]["params"]["time_limit"]) == '{"from_method": "mlp"}'
+    assert sum(ag["fit"]["models"].values()) == pytest.approx(1)  # the record names its models
