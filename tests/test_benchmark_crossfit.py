@@ -276,6 +276,19 @@ def test_the_timing_run_fits_the_confirms_chosen_ce_and_rec05_again():
     assert {k: timing[k] for k in same} == {k: confirm[k] for k in same}
 
 
+def test_the_timing_runs_records_are_the_confirms_fits_timed_again():
+    """Every record of portfolio_timing has a record of the same key in portfolio_confirm
+    with the same test NLL, bit for bit (the same fits); only the seconds differ."""
+    results = ROOT / "benchmarks" / "results"
+    timing, confirm = (
+        RecordStore(results / name).load(move=False)
+        for name in ("portfolio_timing", "portfolio_confirm")
+    )
+    assert len(timing) == 114 and timing.keys() <= confirm.keys()
+    for key, record in timing.items():
+        assert record["test"]["raw"]["nll"] == confirm[key]["test"]["raw"]["nll"]
+
+
 def test_the_cheaper_search_changes_chosen_ce_only_as_its_description_says():
     """portfolio_cheap.json: rec05 as in the confirm, and chosen_ce without a forest, without
     both forests, with forests of 100 trees, or without the label-smoothing network and with
