@@ -78,11 +78,10 @@ class AutoGluonClassifier(ClassifierMixin, BaseEstimator):
         leaves the models on disk out.
     path_ : str
         That folder.
-    models_ : dict of str to float
-        Every model AutoGluon trained, by its name on the leaderboard, with its weight in
-        the ensemble that predicts (0 for a model outside it; the ensemble itself is not
-        listed). A record of the lab keeps it (``fit.models``), so a study shows which
-        families ran within the time limit.
+    models_ : list of str
+        The names of the models AutoGluon trained (its leaderboard's, the ensemble
+        included). A record of the lab keeps them (``fit.models``), so a study shows
+        which families ran within the time limit.
     n_features_in_ : int
         Number of features seen in ``fit``.
     """
@@ -166,17 +165,7 @@ class AutoGluonClassifier(ClassifierMixin, BaseEstimator):
             time_limit=self.time_limit,
             num_cpus=self.n_threads or 1,
         )
-        best = self.predictor_.model_best
-        children = self.predictor_.model_info(best).get("children_info") or {}
-        weights = [
-            child["model_weights"] for child in children.values() if "model_weights" in child
-        ]
-        self.models_ = {name: 0.0 for name in self.predictor_.model_names() if name != best}
-        for child in weights:  # an ensemble (one child, or one per bag): mean weights
-            for name, weight in child.items():
-                self.models_[name] += float(weight) / len(weights)
-        if not weights:  # a single model predicts
-            self.models_[best] = 1.0
+        self.models_ = self.predictor_.model_names()
         return self
 
     def predict_proba(self, X) -> np.ndarray:

@@ -104,9 +104,8 @@ def _fit_info(model) -> dict:
         info["timed_out"] = bool(getattr(model, "timed_out_", False))
         info["member_status"] = _member_status(model)
         info["member_seconds"] = np.nansum(model.fit_seconds_, axis=0).tolist()  # all folds
-    models = getattr(model, "models_", None)
-    if isinstance(models, dict):  # an AutoML model's trained models and ensemble weights
-        info["models"] = {str(name): float(weight) for name, weight in models.items()}
+    if isinstance(getattr(model, "models_", None), list):  # an AutoML model's trained models
+        info["models"] = [str(name) for name in model.models_]
     history = getattr(model, "history_", None)
     if history is not None:
         # Seconds per fit of the parts a report prices separately (NeSCal's graph build and

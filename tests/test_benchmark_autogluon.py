@@ -179,7 +179,6 @@ def test_autogluon_fits_a_tiny_set_and_predicts_in_the_label_order(tmp_path):
     # only keeps a slow machine from skipping a family
     families = {re.sub(r"(Gini|Entr|XT|Large)$", "", name) for name in model.models_}
     assert FAMILIES <= families, f"medium_quality trained {sorted(model.models_)}"
-    assert sum(model.models_.values()) == pytest.approx(1)
     path = model.path_
     assert os.path.isdir(path)
     del model
@@ -213,4 +212,4 @@ def test_the_runner_fits_autogluon_at_the_time_of_another_method(tmp_path):
     assert ag["params"]["time_limit"] == mlp["run"]["fit_seconds"] > 1
     assert np.isfinite(ag["test"]["raw"]["nll"]) and ag["test"]["raw"]["accuracy"] > 0.5
     assert json.dumps(ag["identity"]["params"]["time_limit"]) == '{"from_method": "mlp"}'
-    assert sum(ag["fit"]["models"].values()) == pytest.approx(1)  # the record names its models
+    assert ag["fit"]["models"] and all(isinstance(name, str) for name in ag["fit"]["models"])

@@ -124,7 +124,9 @@ def select_calibration(
     >>> rng = np.random.default_rng(0)
     >>> y = rng.integers(0, 2, 400)
     >>> logits = np.column_stack([np.zeros(400), 6.0 * (y - 0.5) + rng.normal(0, 3, 400)])
-    >>> name, scores, proba = select_calibration(logits, y, ["identity", "temperature"])
+    >>> name, scores, proba = select_calibration(
+    ...     logits, y, ["identity", "temperature"], random_state=0
+    ... )
     >>> name, proba.shape
     ('temperature', (400, 2))
     """
