@@ -157,6 +157,11 @@ def test_oof_ensembles_quick_smoke(tmp_path):
     assert "fits finished" not in again.stderr
 
 
+def _config_json(name: str) -> dict:
+    """A study config of benchmarks/configs as its file holds it (not validated)."""
+    return json.loads((ROOT / "benchmarks" / "configs" / f"{name}.json").read_text())
+
+
 def _params(estimator) -> dict:
     """What a cross-fitted model trains: every parameter but where and how it runs."""
     skip = ("n_jobs", "random_state", "verbose")
@@ -236,14 +241,8 @@ def test_the_portfolio_confirm_runs_the_stack_searchs_choice_and_its_twins():
     """portfolio_confirm.json's description says so: chosen is stack_search's all_stack (its
     rule's choice), chosen_ce the same with a cross-entropy network, chosen_nonet without
     the networks."""
-    configs = ROOT / "benchmarks" / "configs"
-    search = {
-        m["name"]: m for m in json.loads((configs / "stack_search.json").read_text())["methods"]
-    }
-    confirm = {
-        m["name"]: m
-        for m in json.loads((configs / "portfolio_confirm.json").read_text())["methods"]
-    }
+    search = {m["name"]: m for m in _config_json("stack_search")["methods"]}
+    confirm = {m["name"]: m for m in _config_json("portfolio_confirm")["methods"]}
     assert confirm["chosen"] == {**search["all_stack"], "name": "chosen"}
     members = confirm["chosen"]["params"]["estimators"]
     ce = [
@@ -263,11 +262,7 @@ def test_the_portfolio_confirm_runs_the_stack_searchs_choice_and_its_twins():
 def test_the_timing_run_fits_the_confirms_chosen_ce_and_rec05_again():
     """portfolio_timing.json's description says so: the same two methods, sets, rows, seeds
     and thread count as the confirm, so only the seconds differ (its rule reads the ratio)."""
-    configs = ROOT / "benchmarks" / "configs"
-    confirm, timing = (
-        json.loads((configs / f"{name}.json").read_text())
-        for name in ("portfolio_confirm", "portfolio_timing")
-    )
+    confirm, timing = (_config_json(name) for name in ("portfolio_confirm", "portfolio_timing"))
     assert timing["methods"] == [
         m for m in confirm["methods"] if m["name"] in {"chosen_ce", "rec05"}
     ]
@@ -293,11 +288,7 @@ def test_the_cheaper_search_changes_chosen_ce_only_as_its_description_says():
     """portfolio_cheap.json: rec05 as in the confirm, and chosen_ce without a forest, without
     both forests, with forests of 100 trees, or without the label-smoothing network and with
     forests of 100 trees; every other member and parameter is the confirm's."""
-    configs = ROOT / "benchmarks" / "configs"
-    confirm, cheap = (
-        json.loads((configs / f"{name}.json").read_text())
-        for name in ("portfolio_confirm", "portfolio_cheap")
-    )
+    confirm, cheap = (_config_json(name) for name in ("portfolio_confirm", "portfolio_cheap"))
     confirm = {m["name"]: m for m in confirm["methods"]}
     ce = confirm["chosen_ce"]
 
@@ -324,10 +315,8 @@ def test_the_cheaper_search_changes_chosen_ce_only_as_its_description_says():
 def test_the_full_size_study_runs_the_confirms_methods_on_two_threads():
     """portfolio_full.json's description says so: the confirm's methods, the same members
     and parameters, but for the cores they run on, on the full-size sets of scale_confirm."""
-    configs = ROOT / "benchmarks" / "configs"
     confirm, full, scale = (
-        json.loads((configs / f"{name}.json").read_text())
-        for name in ("portfolio_confirm", "portfolio_full", "scale_confirm")
+        _config_json(name) for name in ("portfolio_confirm", "portfolio_full", "scale_confirm")
     )
     cores = {"n_jobs", "thread_count"}
     expected = []
