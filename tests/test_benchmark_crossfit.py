@@ -312,6 +312,52 @@ def test_the_cheaper_search_changes_chosen_ce_only_as_its_description_says():
     assert cheap["confirm_seeds"] == [0] and cheap["budget"] == {"max_rows": 3000, "threads": 1}
 
 
+def test_the_cheaper_portfolios_confirm_fits_the_kept_variant_its_twin_rec05_and_autogluon():
+    """portfolio_confirm_trees100.json: the variant portfolio_cheap kept, its twin without
+    the two networks, the confirm's rec05 and AutoGluon at the variant's fit time, on the
+    confirm's sets, rows, seeds and thread count."""
+    confirm, cheap, trees = (
+        _config_json(name)
+        for name in ("portfolio_confirm", "portfolio_cheap", "portfolio_confirm_trees100")
+    )
+    variant = next(m for m in cheap["methods"] if m["name"] == "ce_trees100")
+    members = variant["params"]["estimators"]
+    nets = {n for n, spec in members if spec["class"] == "nescal_sklearn.NeSCalClassifier"}
+    assert nets == {"nescal", "ls"}
+    twin = [[n, spec] for n, spec in members if n not in nets]
+    confirm_methods = {m["name"]: m for m in confirm["methods"]}
+    autogluon = confirm_methods["autogluon"]
+    assert trees["methods"] == [
+        variant,
+        {
+            **variant,
+            "name": "ce_trees100_nonet",
+            "params": {**variant["params"], "estimators": twin},
+        },
+        confirm_methods["rec05"],
+        {
+            **autogluon,
+            "params": {**autogluon["params"], "time_limit": {"from_method": "ce_trees100"}},
+        },
+    ]
+    same = ("datasets", "confirm_seeds", "search_seeds", "splits", "budget", "recipe", "selection")
+    assert {k: trees[k] for k in same} == {k: confirm[k] for k in same}
+
+
+def test_the_cheaper_portfolios_confirm_refits_rec05_as_the_confirm_did():
+    """Every rec05 record of portfolio_confirm_trees100 (fitted again there, so that each
+    fit-time ratio pairs fits of one machine) has the confirm's key and test NLL bit for bit."""
+    results = ROOT / "benchmarks" / "results"
+    trees, confirm = (
+        RecordStore(results / name).load(move=False)
+        for name in ("portfolio_confirm_trees100", "portfolio_confirm")
+    )
+    rec05 = {key: r for key, r in trees.items() if r["method"] == "rec05"}
+    assert rec05 and rec05.keys() <= confirm.keys()
+    for key, record in rec05.items():
+        assert record["test"]["raw"]["nll"] == confirm[key]["test"]["raw"]["nll"]
+
+
 def test_the_full_size_study_runs_the_confirms_methods_on_two_threads():
     """portfolio_full.json's description says so: the confirm's methods, the same members
     and parameters, but for the cores they run on, on the full-size sets of scale_confirm."""
