@@ -17,7 +17,10 @@ float32, for each batch size:
   the speed one thread reaches on a (4096 x width) ``torch.mm`` (the fastest of every
   round): the compute bound of the epoch's matrix products;
 * ``nescal``: a penalised epoch of ``NeSCalClassifier("nescal")``, the members' real
-  loss (the graph is built after one warm-up epoch; the fastest epoch after it).
+  loss (the graph is built after one warm-up epoch; the fastest epoch after it);
+* ``bfloat16`` (with ``--bfloat16``): the estimator's epoch with ``precision="bfloat16"``
+  (bfloat16 autocast), against the float32 one; the header's CPU line says whether the
+  CPU multiplies bfloat16 in hardware (AMX-BF16, AVX-512 BF16) or torch emulates it.
 
 Each figure is the fastest of ``--rounds``, in CPU seconds of the process
 (``time.process_time``, skorch's epoch timer included), so that other processes on a
@@ -28,6 +31,7 @@ Examples
 --------
     python benchmarks/member_cost.py --dataset adult --batch-sizes 256 1024 --rounds 3
     python benchmarks/member_cost.py --recipe 2026-12-04   # an older recipe's network
+    python benchmarks/member_cost.py --batch-sizes 1024 --bfloat16   # and bfloat16's epoch
     python benchmarks/member_cost.py --quick   # smoke run (600 synthetic rows, seconds)
 """
 
@@ -47,7 +51,7 @@ from sklearn.datasets import make_classification
 
 from nescal_bench import load_local_dataset, stratified_split
 from nescal_sklearn import NeSCalClassifier
-from nescal_sklearn.estimator import get_recipe
+from nescal_sklearn.estimator import cpu_description, get_recipe
 from nescal_sklearn.nn import TabularMLP
 
 PHASES = ("forward", "backward", "optimizer", "validation")
@@ -63,6 +67,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--epochs", type=int, default=3, help="epochs per measurement")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--recipe", default=None, help="the estimator's recipe (the newest)")
+    parser.add_argument(
+        "--bfloat16", action="store_true", help="also the estimator's epoch in bfloat16 autocast"
+    )
     parser.add_argument("--quick", action="store_true", help="smoke run on 600 rows")
     return parser.parse_args(argv)
 
@@ -126,7 +133,8 @@ def measure(data, batch: int, args, width: int) -> dict[str, float]:
     a, b, rounds = torch.randn(4096, width), torch.randn(width, width), []
     for _ in range(args.rounds):
         figures = dict(zip(PHASES, loop_epoch(data, batch, args), strict=True))
-        figures.update({key: estimator_epoch(data, batch, args, *fit) for key, fit in FITS.items()})
+        fits = {**FITS, "bfloat16": ("ce", {"precision": "bfloat16"})} if args.bfloat16 else FITS
+        figures.update({key: estimator_epoch(data, batch, args, *fit) for key, fit in fits.items()})
         mm = timeit.repeat(lambda: torch.mm(a, b), timer=clock, number=1, repeat=21)
         rounds.append({**figures, "mm": min(mm) / (4096 * width * width)})
     return {key: min(r[key] for r in rounds) for key in rounds[0]}
@@ -143,10 +151,12 @@ def main(argv=None) -> int:
     weights = sum(a * b for a, b in zip(sizes[:-1], sizes[1:], strict=True))
     masks = recipe.params.get("dropout_masks", "torch")
     print(f"{args.dataset}: {len(data[1])} rows, {len(data[2])} held out, widths {sizes}, recipe")
-    print(f"{recipe.name} ({masks} dropout masks), one thread, float32, CPU seconds\n")
+    print(f"{recipe.name} ({masks} dropout masks), one thread, float32, CPU seconds")
+    print(f"CPU: {cpu_description()}\n")
     shares = (*PHASES, "skorch", "dropout")
     print("| batch | bound s | estimator s | estimator / bound | " + " | ".join(shares), end="")
-    print(" | nescal s | nescal / bound |\n" + "|---:" * 12 + "|")
+    extra = " | bfloat16 s | bfloat16 / float32" * args.bfloat16
+    print(f" | nescal s | nescal / bound{extra} |\n" + "|---:" * (12 + 2 * args.bfloat16) + "|")
     for batch in args.batch_sizes:
         m = measure(data, batch, args, max(sizes[1:-1]))
         bound, est = 3 * weights * len(data[1]) * m.pop("mm"), m["estimator"]
@@ -154,6 +164,8 @@ def main(argv=None) -> int:
         cells = [f"{bound:.4g}", f"{est:.4g}", f"{est / bound:.2f}×"]
         cells += [f"{m[s] / est:.0%}" for s in shares]
         cells += [f"{m['nescal']:.4g}", f"{m['nescal'] / bound:.2f}×"]
+        if args.bfloat16:
+            cells += [f"{m['bfloat16']:.4g}", f"{m['bfloat16'] / est:.2f}×"]
         print(f"| {batch} | " + " | ".join(cells) + " |", flush=True)
     print("\nShares of the estimator's epoch (dropout's: inside forward and backward).")
     return 0

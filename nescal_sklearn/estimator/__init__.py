@@ -15,7 +15,10 @@ _EXPORTS: dict[str, str] = {
     "LR_SCHEDULES": "_schedule",
     "RECIPES": "_recipes",
     "NeSCalClassifier": "_classifier",
+    "PRECISIONS": "_precision",
     "Recipe": "_recipes",
+    "bfloat16_hardware": "_precision",
+    "cpu_description": "_precision",
     "get_recipe": "_recipes",
     "limit_threads": "_threads",
     "make_tabular_pipeline": "_pipeline",
@@ -29,6 +32,7 @@ __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
 if TYPE_CHECKING:  # pragma: no cover - for static analysers only
     from ._classifier import NeSCalClassifier  # noqa: F401
     from ._pipeline import make_tabular_pipeline  # noqa: F401
+    from ._precision import PRECISIONS, bfloat16_hardware, cpu_description  # noqa: F401
     from ._recipes import LATEST_RECIPE, RECIPES, Recipe, get_recipe  # noqa: F401
     from ._schedule import LR_SCHEDULES  # noqa: F401
     from ._threads import limit_threads, torch_threads  # noqa: F401

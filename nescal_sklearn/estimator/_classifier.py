@@ -28,6 +28,7 @@ from ._fit_data import FitData, prepare_fit_data
 from ._net import make_net
 from ._network import build_network, frozen_parts, module_logits, training_device
 from ._outcome import check_finite, penalty_status, warn_degenerate
+from ._precision import PRECISIONS, warn_if_emulated
 from ._recipes import RECIPES, get_recipe
 from ._schedule import LR_SCHEDULES
 from ._settings import FitSettings, resolve_settings
@@ -184,6 +185,14 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         Fits at different ``n_threads`` are bit-identical under Intel MKL's strict
         reproducibility (``MKL_CBWR=AUTO,STRICT`` in the environment before torch loads);
         without it they differ by float32 round-off, which training compounds.
+    precision : {"float32", "bfloat16"}, default="float32"
+        The arithmetic of the training steps' forward and backward passes and of the
+        validation passes: float32, or torch's bfloat16 autocast (matrix products in
+        bfloat16, weights, optimizer and losses in float32). Predictions are float32
+        either way. bfloat16 is fast only on CPUs that multiply it in hardware (AMX-BF16
+        or AVX-512 BF16, :func:`~nescal_sklearn.estimator.bfloat16_hardware`); elsewhere
+        torch emulates it, and ``fit`` warns. Not a recipe's setting: its test NLL
+        against float32 is in ``docs/scale.md``.
     device : str, default="cpu"
         Torch device for training ("cpu", "cuda", "cuda:1", ...). The fitted network
         stays on it and predicts there; a pickled model unpickles on the CPU.
@@ -293,6 +302,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         "unfreeze_at": [None, Interval(numbers.Integral, 1, None, closed="left")],
         "unfreeze_lr": [None, Interval(numbers.Real, 0.0, None, closed="neither")],
         "n_threads": [None, Interval(numbers.Integral, 1, None, closed="left")],
+        "precision": [StrOptions(set(PRECISIONS))],
         "device": [str, torch.device],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -327,6 +337,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         unfreeze_at: int | None = None,
         unfreeze_lr: float | None = None,
         n_threads: int | None = 1,
+        precision: str = "float32",
         device: str = "cpu",
         random_state: int | np.random.RandomState | None = None,
         verbose: int = 0,
@@ -357,6 +368,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
         self.unfreeze_at = unfreeze_at
         self.unfreeze_lr = unfreeze_lr
         self.n_threads = n_threads
+        self.precision = precision
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
@@ -423,6 +435,7 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
                 len(data.X_train), validated=data.X_valid is not None, held_out=data.held_out
             )
             device = training_device(settings.device)
+            warn_if_emulated(settings.precision, device)
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(seed)
                 module = build_network(settings, data)

@@ -41,6 +41,7 @@ from ._callbacks import (
 from ._fit_data import FitData
 from ._freeze import FrozenParts, Unfreeze
 from ._network import PREDICT_BATCH_ROWS
+from ._precision import precision_context
 from ._schedule import lr_scheduler
 from ._settings import FitSettings
 
@@ -139,6 +140,7 @@ def make_net(
         mixup=settings.mixup,
         mixup_seed=seed,
         frozen=frozen,
+        precision=settings.precision,
     )
     net.set_params(callbacks__print_log=PlainPrintLog() if settings.verbose else None)
     return net, callbacks
@@ -291,6 +293,9 @@ class NeSCalNet(NeuralNet):
         Parameters kept out of the optimizer (and submodules kept in eval mode, by a
         forward pre-hook on each) until the ``Unfreeze`` callback, if any, calls
         :meth:`unfreeze`.
+    precision : {"float32", "bfloat16"}, default="float32"
+        The arithmetic of :meth:`infer` (training and validation passes): float32, or
+        bfloat16 autocast with the logits returned in float32.
 
     Attributes
     ----------
@@ -326,6 +331,7 @@ class NeSCalNet(NeuralNet):
         mixup: float = 0.0,
         mixup_seed: int | None = None,
         frozen: FrozenParts | None = None,
+        precision: str = "float32",
         **kwargs,
     ):
         super().__init__(*args, **kwargs)
@@ -333,6 +339,7 @@ class NeSCalNet(NeuralNet):
         self.mixup = mixup
         self.mixup_seed = mixup_seed
         self.frozen = frozen
+        self.precision = precision
 
     def partial_fit(self, X, y=None, classes=None, **fit_params):
         """skorch's ``partial_fit``; a user's Ctrl-C at any moment of the loop is re-raised.
@@ -439,11 +446,16 @@ class NeSCalNet(NeuralNet):
         member pays its own loss); in eval mode (validation, skorch's predict) they
         are the ensemble's logits, the log of the members' mean probability
         (:func:`~nescal_sklearn.nn.ensemble_logits`), so the validation NLL and
-        the refinement temperature are the ensemble's.
+        the refinement temperature are the ensemble's. With ``precision="bfloat16"`` the
+        pass runs under bfloat16 autocast and its logits return in float32.
         """
         if isinstance(x, Mapping):
             x = x["X"]
-        y_pred = super().infer(x, **fit_params)
+        if self.precision == "float32":
+            y_pred = super().infer(x, **fit_params)
+        else:  # the products in bfloat16, the logits back in float32 for the losses
+            with precision_context(self.precision, self.device):
+                y_pred = super().infer(x, **fit_params).float()
         if not self.module_.training and y_pred.dim() == 3:
             return ensemble_logits(y_pred)
         return y_pred

@@ -123,7 +123,7 @@ max_row_epochs, batch_size, lr, weight_decay, validation_fraction
     time_limit : float or None
         The parameter as given.
     module, embedding_layer, categorical_features, mixup, class_weight, n_threads, \
-device, random_state, verbose
+precision, device, random_state, verbose
         The parameters as given.
     module_kwargs : mapping
         ``module_kwargs`` (empty when None), read-only.
@@ -165,6 +165,7 @@ device, random_state, verbose
     unfreeze_at: int | None
     unfreeze_lr: float | None
     n_threads: int | None
+    precision: str
     device: str | torch.device
     random_state: int | np.random.RandomState | None
     verbose: int
@@ -316,6 +317,7 @@ def resolve_settings(estimator) -> FitSettings:
         unfreeze_at=params["unfreeze_at"],
         unfreeze_lr=unfreeze_lr,
         n_threads=params["n_threads"],
+        precision=params["precision"],
         device=params["device"],
         random_state=params["random_state"],
         verbose=params["verbose"],
