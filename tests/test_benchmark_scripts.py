@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import pickle
 import subprocess
 import sys
@@ -200,6 +201,19 @@ def test_serve_cost_quick():
     members = [line for line in out.splitlines() if line.startswith("* ")]
     assert members and all(" ms" in line and "weight" in line for line in members)
     assert "One call: limit_threads" in out
+
+
+def test_fit_per_rows_gives_the_scale_confirm_tables_bar_one():
+    """Two scripts, one figure: fit_per_rows.py's median for ``new`` is the bar (1) line of
+    scale_confirm_table.py (its own computation from the same records)."""
+    results = ("--results", "benchmarks/results/scale_confirm")
+    printed = run_script("benchmarks/fit_per_rows.py", *results, "--methods", "new", "hgb")
+    median = next(line for line in printed.splitlines() if line.startswith("| median"))
+    table = run_script("benchmarks/scale_confirm_table.py", *results, "--out", os.devnull)
+    bar = next(line for line in table.splitlines() if line.startswith("(1) median fit s"))
+    assert median.split("|")[2].strip() == bar.split(": ")[1].split()[0]
+    # HGB + TS fits on the training rows alone, so its figure is not new's divided out
+    assert median.split("|")[3].strip() not in ("–", median.split("|")[2].strip())
 
 
 def test_scale_confirm_table_reads_the_committed_records(tmp_path):
