@@ -131,9 +131,9 @@ def measure(data, batch: int, args, width: int) -> dict[str, float]:
     """The fastest of ``args.rounds`` of every figure; ``mm``: seconds per multiply-add of
     one thread on a (4096 x width) @ (width x width) product."""
     a, b, rounds = torch.randn(4096, width), torch.randn(width, width), []
+    fits = {**FITS, "bfloat16": ("ce", {"precision": "bfloat16"})} if args.bfloat16 else FITS
     for _ in range(args.rounds):
         figures = dict(zip(PHASES, loop_epoch(data, batch, args), strict=True))
-        fits = {**FITS, "bfloat16": ("ce", {"precision": "bfloat16"})} if args.bfloat16 else FITS
         figures.update({key: estimator_epoch(data, batch, args, *fit) for key, fit in fits.items()})
         mm = timeit.repeat(lambda: torch.mm(a, b), timer=clock, number=1, repeat=21)
         rounds.append({**figures, "mm": min(mm) / (4096 * width * width)})

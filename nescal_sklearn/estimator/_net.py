@@ -41,7 +41,7 @@ from ._callbacks import (
 from ._fit_data import FitData
 from ._freeze import FrozenParts, Unfreeze
 from ._network import PREDICT_BATCH_ROWS
-from ._precision import precision_context
+from ._precision import bfloat16_autocast
 from ._schedule import lr_scheduler
 from ._settings import FitSettings
 
@@ -454,7 +454,7 @@ class NeSCalNet(NeuralNet):
         if self.precision == "float32":
             y_pred = super().infer(x, **fit_params)
         else:  # the products in bfloat16, the logits back in float32 for the losses
-            with precision_context(self.precision, self.device):
+            with bfloat16_autocast(self.device):
                 y_pred = super().infer(x, **fit_params).float()
         if not self.module_.training and y_pred.dim() == 3:
             return ensemble_logits(y_pred)

@@ -8,7 +8,6 @@ AVX-512, AVX-512 BF16, AMX), from ``/proc/cpuinfo`` on Linux; elsewhere they are
 
 from __future__ import annotations
 
-import contextlib
 import platform
 import warnings
 from pathlib import Path
@@ -17,9 +16,9 @@ import torch
 
 __all__ = [
     "PRECISIONS",
+    "bfloat16_autocast",
     "bfloat16_hardware",
     "cpu_description",
-    "precision_context",
     "warn_if_emulated",
 ]
 
@@ -73,11 +72,9 @@ def cpu_description() -> str:
     )
 
 
-def precision_context(precision: str, device: str | torch.device = "cpu"):
-    """A context manager for a forward pass in ``precision``: torch's bfloat16 autocast
-    on ``device`` for ``"bfloat16"``, nothing for ``"float32"``."""
-    if precision == "float32":
-        return contextlib.nullcontext()
+def bfloat16_autocast(device: str | torch.device = "cpu"):
+    """torch's bfloat16 autocast on ``device``'s type: a forward pass of
+    ``precision="bfloat16"``."""
     return torch.autocast(torch.device(device).type, dtype=torch.bfloat16)
 
 
