@@ -1,7 +1,8 @@
 """Fit seconds per 10,000 training rows, per set and method, and each method's median.
 
-Reads a run's records (no fit). A set's figure for a method is the mean over the seeds it
-ran of ``fit_seconds`` divided by the rows it fitted (train, plus validation where the
+Reads the records of one run, or of several pooled (a search and its confirm on other
+seeds; no fit). A set's figure for a method is the mean over the seeds it ran of
+``fit_seconds`` divided by the rows it fitted (train, plus validation where the
 method fitted on both), times 10,000; the last row holds each method's median over the
 sets where it ran on every seed (the median of per-dataset figures), and ``n`` how many.
 
@@ -9,6 +10,7 @@ Examples
 --------
     python benchmarks/fit_per_rows.py --results benchmarks/results/fold_search
     python benchmarks/fit_per_rows.py --results benchmarks/results/scale_confirm --methods new rec
+    python benchmarks/fit_per_rows.py --results benchmarks/results/budget_search benchmarks/results/budget_confirm
 """
 
 from __future__ import annotations
@@ -24,18 +26,29 @@ from nescal_bench.studies import markdown_table
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--results", required=True, help="a run's folder")
+    parser.add_argument(
+        "--results", required=True, nargs="+", help="a run's folder, or several (pooled)"
+    )
     parser.add_argument("--methods", nargs="+", help="the methods (default: every one)")
     return parser.parse_args(argv)
 
 
-def per_rows(folder: str, methods: list[str] | None) -> tuple[list[str], dict[str, dict]]:
-    """Each method's seconds per 10,000 fitted rows by set (seed means; complete sets)."""
-    results, runs, seeds = load_results(folder), defaultdict(list), set()
-    fit_on = {method.name: method.fit_on for method in results.config.methods}
-    for record in results.records.values():
-        runs[record["method"], record["dataset"]].append(record)
-        seeds.add(record["seed"])
+def per_rows(folders: list[str], methods: list[str] | None) -> tuple[list[str], dict[str, dict]]:
+    """Each method's seconds per 10,000 fitted rows by set (seed means over the pooled
+    folders; complete sets)."""
+    runs, seeds, fit_on = defaultdict(list), set(), {}
+    for folder in folders:
+        results = load_results(folder)
+        fit_on |= {method.name: method.fit_on for method in results.config.methods}
+        for record in results.records.values():
+            done = runs[record["method"], record["dataset"]]
+            if any(r["seed"] == record["seed"] for r in done):
+                raise ValueError(
+                    f"results={folders!r} hold {record['method']!r} on {record['dataset']!r} "
+                    f"at seed {record['seed']} twice; pool folders of different seeds."
+                )
+            done.append(record)
+            seeds.add(record["seed"])
     methods = methods or sorted({m for m, _ in runs})
     sets = sorted({s for _, s in runs})
     figures = {m: {} for m in methods}

@@ -12,10 +12,16 @@ seconds per 10,000 training rows, (3) the sets where the lean model predicts wit
 HGB + TS's time, (5) the budget's fits over 31.5 s. The table is also written to
 ``--out``.
 
+The roles' methods are scale_confirm's names by default; another study names its own
+(``--new``, ``--lean``, ``--budget``, ``--rec``, ``--hgb``): a recipe that serves
+refitted members is its own lean model (``--lean`` the same method as ``--new``).
+
 Examples
 --------
     python benchmarks/scale_confirm_table.py
     python benchmarks/scale_confirm_table.py --results benchmarks/results/scale_confirm --out /tmp/t.md
+    python benchmarks/scale_confirm_table.py --results benchmarks/results/budget_confirm --seeds 2 \\
+        --new cv2_refit_cap150k --lean cv2_refit_cap150k --budget cap150k_budget --out /tmp/t.md
 """
 
 from __future__ import annotations
@@ -25,11 +31,13 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from nescal_bench import load_results, results_frame, unit_table
 from nescal_bench.studies import markdown_table
 
-METHODS = ("new", "new_lean", "new_budget", "rec", "hgb")
+#: The roles of the table and scale_confirm's method for each.
+ROLES = {"new": "new", "lean": "new_lean", "budget": "new_budget", "rec": "rec", "hgb": "hgb"}
 #: The budget of ``new_budget`` and the bar's tolerance over it.
 TIME_LIMIT, TOLERANCE = 30.0, 0.05
 
@@ -39,16 +47,24 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--results", default="benchmarks/results/scale_confirm")
     parser.add_argument("--out", default="docs/figures/scale/confirm_per_dataset.md")
     parser.add_argument("--seeds", type=int, default=3, help="seeds a set needs to count")
+    for role, method in ROLES.items():
+        parser.add_argument(f"--{role}", default=method, help=f"the {role} method ({method})")
     return parser.parse_args(argv)
 
 
-def per_dataset(folder: str, seeds: int) -> tuple[list[str], dict[str, tuple[np.ndarray, str]]]:
-    """The complete sets and, per column, their values and format."""
+def per_dataset(
+    folder: str, seeds: int, roles: dict[str, str] = ROLES
+) -> tuple[list[str], dict[str, tuple[np.ndarray, str]]]:
+    """The complete sets and, per column, their values and format; ``roles`` names each
+    role's method."""
     nll = unit_table(results_frame([folder]), ["clean"], "raw", "nll")  # seed means
-    nll = nll.reindex(columns=METHODS)
+    nll = nll.reindex(columns=sorted(set(roles.values())))
+    nll = pd.DataFrame({role: nll[method] for role, method in roles.items()})
     runs = defaultdict(list)
     for record in load_results(folder).records.values():
-        runs[record["dataset"], record["method"]].append(record)
+        for role, method in roles.items():
+            if record["method"] == method:
+                runs[record["dataset"], role].append(record)
     sets = [s for s in nll.index if len(runs[s, "new"]) == seeds]
 
     def run(method, key, reduce=np.mean):  # per set, over its seeds (NaN: not all run)
@@ -66,7 +82,7 @@ def per_dataset(folder: str, seeds: int) -> tuple[list[str], dict[str, tuple[np.
     rows, n_test = data("n_train") + data("n_validation"), data("n_test")
     fit, lean, hgb = (
         run("new", "fit_seconds"),
-        run("new_lean", "predict_seconds"),
+        run("lean", "predict_seconds"),
         run("hgb", "predict_seconds"),
     )
     rec_fit = run("rec", "fit_seconds")
@@ -77,15 +93,15 @@ def per_dataset(folder: str, seeds: int) -> tuple[list[str], dict[str, tuple[np.
         "rec s / 10k rows": (1e4 * rec_fit / rows, "{:.1f}"),
         "new fit × rec's": (fit / rec_fit, "{:.2f}"),
         "NLL new vs rec": (change("new", "rec"), "{:+.2f} %"),
-        "NLL lean vs new": (change("new_lean", "new"), "{:+.2f} %"),
+        "NLL lean vs new": (change("lean", "new"), "{:+.2f} %"),
         "lean predict ms / 1k rows": (1e6 * lean / n_test, "{:.2f}"),
         "HGB + TS predict ms / 1k rows": (1e6 * hgb / n_test, "{:.2f}"),
         "lean predict × HGB + TS's": (lean / hgb, "{:.2f}"),
         "new predict × HGB + TS's": (run("new", "predict_seconds") / hgb, "{:.2f}"),
-        "lean pickle MB": (run("new_lean", "model_bytes") / 1e6, "{:.2f}"),
+        "lean pickle MB": (run("lean", "model_bytes") / 1e6, "{:.2f}"),
         "new pickle MB": (run("new", "model_bytes") / 1e6, "{:.2f}"),
         f"budget: longest fit s (limit {TIME_LIMIT:g})": (
-            run("new_budget", "fit_seconds", np.max),
+            run("budget", "fit_seconds", np.max),
             "{:.1f}",
         ),
     }
@@ -94,7 +110,8 @@ def per_dataset(folder: str, seeds: int) -> tuple[list[str], dict[str, tuple[np.
 
 def main(argv=None) -> None:
     args = parse_args(argv)
-    sets, columns = per_dataset(args.results, args.seeds)
+    roles = {role: getattr(args, role) for role in ROLES}
+    sets, columns = per_dataset(args.results, args.seeds, roles)
     if not sets:
         print(f"no set has new on {args.seeds} seeds yet")
         return

@@ -216,6 +216,65 @@ def test_fit_per_rows_gives_the_scale_confirm_tables_bar_one():
     assert median.split("|")[3].strip() not in ("–", median.split("|")[2].strip())
 
 
+def test_fit_per_rows_pools_folders_of_other_seeds(tmp_path):
+    """A search on seed 0 and its confirm on seeds 1-2 read as one study: scale_confirm's
+    records split by seed into two folders give its own table, and a folder pooled with
+    itself (the same fits twice) is refused."""
+    import json
+    import shutil
+
+    source = ROOT / "benchmarks/results/scale_confirm"
+    parts = {"seed0": [0], "seeds12": [1, 2]}
+    for name, seeds in parts.items():
+        (tmp_path / name / "records").mkdir(parents=True)
+        for file in ("config.json", "plan.json"):
+            shutil.copy(source / file, tmp_path / name / file)
+        for record in (source / "records").glob("*.json"):
+            if json.loads(record.read_text())["seed"] in seeds:
+                shutil.copy(record, tmp_path / name / "records" / record.name)
+    counts = [len(list((tmp_path / n / "records").iterdir())) for n in parts]
+    assert min(counts) > 0 and sum(counts) == len(list((source / "records").iterdir()))
+    methods = ("--methods", "new", "rec")
+    whole = run_script("benchmarks/fit_per_rows.py", "--results", str(source), *methods)
+    pooled = run_script(
+        "benchmarks/fit_per_rows.py",
+        "--results",
+        *(str(tmp_path / n) for n in parts),
+        *methods,
+    )
+    assert pooled == whole
+    one = run_script("benchmarks/fit_per_rows.py", "--results", str(tmp_path / "seed0"), *methods)
+    assert one != whole
+    twice = subprocess.run(
+        [sys.executable, "benchmarks/fit_per_rows.py", "--results", str(source), str(source)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert twice.returncode != 0 and "twice" in twice.stderr
+
+
+def test_scale_confirm_table_names_other_studies_methods():
+    """A study of other method names gets the same table by naming its roles: scale_confirm
+    read with its own names given explicitly prints what the defaults print."""
+    named = [
+        f"--{role}={method}"
+        for role, method in {
+            "new": "new",
+            "lean": "new_lean",
+            "budget": "new_budget",
+            "rec": "rec",
+            "hgb": "hgb",
+        }.items()
+    ]
+    default = run_script("benchmarks/scale_confirm_table.py", "--out", os.devnull)
+    assert run_script("benchmarks/scale_confirm_table.py", "--out", os.devnull, *named) == default
+    swapped = run_script(
+        "benchmarks/scale_confirm_table.py", "--out", os.devnull, "--lean=new", "--budget=new"
+    )
+    assert "| +0.00 % " in swapped and swapped != default
+
+
 def test_scale_confirm_table_reads_the_committed_records(tmp_path):
     """The study's table comes from its records alone (no fit): a row per set with every
     method on 3 seeds, the medians, and the three bars no compare call prints."""
