@@ -31,7 +31,6 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from nescal_bench import load_results, results_frame, unit_table
 from nescal_bench.studies import markdown_table
@@ -58,8 +57,7 @@ def per_dataset(
     """The complete sets and, per column, their values and format; ``roles`` names each
     role's method."""
     nll = unit_table(results_frame([folder]), ["clean"], "raw", "nll")  # seed means
-    nll = nll.reindex(columns=sorted(set(roles.values())))
-    nll = pd.DataFrame({role: nll[method] for role, method in roles.items()})
+    nll = nll.reindex(columns=list(roles.values())).set_axis(list(roles), axis=1)
     runs = defaultdict(list)
     for record in load_results(folder).records.values():
         for role, method in roles.items():
