@@ -97,14 +97,7 @@ def reliability_figure(
             if not by_stage.get(stage):
                 continue
             curve, ece = pool_reliability(by_stage[stage])
-            ReliabilityDisplay(
-                confidence=curve.confidence,
-                accuracy=curve.accuracy,
-                counts=curve.counts,
-                bin_edges=curve.bin_edges,
-                ece=ece,
-                estimator_name=method,
-            ).plot(ax=ax)
+            ReliabilityDisplay(**vars(curve), ece=ece, estimator_name=method).plot(ax=ax)
         ax.set_title("raw" if stage == "raw" else f"after {stage}")
         if ax.get_legend() is not None:
             ax.legend(loc="best", fontsize="small")

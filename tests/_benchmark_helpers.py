@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import inspect
+import time
+
+from sklearn.linear_model import LogisticRegression
 
 
 def deterministic(record: dict) -> dict:
@@ -49,3 +52,19 @@ def squeeze(markdown: str) -> str:
             line = "| " + " | ".join(cells) + " |"
         lines.append(line)
     return "\n".join(lines) + ("\n" if markdown.endswith("\n") else "")
+
+
+class ColdStartLogistic(LogisticRegression):
+    """Logistic regression whose first fit in a process takes 0.5 s more (a cold start:
+    the one-off costs of a process's first torch fit), the later fits no more; each fit
+    appends its number of rows to ``rows``."""
+
+    cold = True
+    rows: list[int] = []
+
+    def fit(self, X, y, sample_weight=None):
+        ColdStartLogistic.rows.append(len(X))
+        if ColdStartLogistic.cold:
+            ColdStartLogistic.cold = False
+            time.sleep(0.5)
+        return super().fit(X, y, sample_weight)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _benchmark_helpers import deterministic, set_default, table_rows
+from _benchmark_helpers import ColdStartLogistic, deterministic, set_default, table_rows
 from scipy.stats import wilcoxon
 
 import nescal_sklearn
@@ -460,3 +460,22 @@ def test_serving_time_is_the_fastest_of_several_calls_not_the_first():
     cost = _serving_cost(model, np.zeros((4, 1)))
     assert model.calls == PREDICT_CALLS > 1
     assert cost["predict_seconds"] < 0.1 and cost["model_bytes"] > 0
+
+
+def test_a_process_s_first_fit_is_timed_warm(tmp_path, monkeypatch):
+    """A process's first fit pays one-off costs; the runner pays them in an untimed fit on
+    at most ``WARM_UP_ROWS`` training rows, so that no record of a run carries them."""
+    import nescal_bench._fit
+
+    monkeypatch.setattr(nescal_bench._fit, "_warmed", False)
+    monkeypatch.setattr(nescal_bench._fit, "WARM_UP_ROWS", 50)
+    monkeypatch.setattr(ColdStartLogistic, "cold", True)
+    monkeypatch.setattr(ColdStartLogistic, "rows", [])
+    method = {"name": "cold", "estimator": "_benchmark_helpers.ColdStartLogistic"}
+    data = {**SMALL, "methods": [method], "confirm_seeds": [0, 1]}
+    config = load_config(write_config(tmp_path, data))
+    run_benchmark(config, progress=False, report=False)
+    records = RecordStore(config.output).load(move=False).values()
+    assert [r["run"]["fit_seconds"] < 0.25 for r in records] == [True, True]
+    assert ColdStartLogistic.rows == [50, *(r["data"]["n_train"] for r in records)]
+    assert min(ColdStartLogistic.rows[1:]) > 50

@@ -194,7 +194,9 @@ SIGINT_HOOK = ROOT / "tests" / "_sigint"  # its sitecustomize.py: Ctrl-C at a ch
 def test_ctrl_c_exits_130_and_records_no_partly_trained_fit(
     jobs, point, reference, tmp_path, capsys
 ):
-    """Ctrl-C at a chosen point of the ninth fit (a hook, not a timer: tests/_sigint)."""
+    """Ctrl-C at a chosen point of the ninth fit (a hook, not a timer: tests/_sigint). The
+    hook numbers every network fit, each process's untimed warm-up fit included (one per
+    job, before its first fit): the ninth fit of the run is network fit 9 + jobs."""
     _, expected = reference  # the first 8 of these seeds
     path = write_config(tmp_path, {**CONFIG, "confirm_seeds": list(range(16))})
     records = tmp_path / "results" / "records"
@@ -206,7 +208,7 @@ def test_ctrl_c_exits_130_and_records_no_partly_trained_fit(
         str(jobs),
         env={
             "PYTHONPATH": os.pathsep.join([str(SIGINT_HOOK), os.environ.get("PYTHONPATH", "")]),
-            "NESCAL_TEST_SIGINT": f"{point}:9:{hook}",
+            "NESCAL_TEST_SIGINT": f"{point}:{9 + jobs}:{hook}",
         },
     )
     try:
