@@ -99,7 +99,7 @@ def _warm_up(task: FitTask, split: Split) -> None:
     its first :data:`WARM_UP_ROWS` training rows, untimed, its outcome ignored. A process's
     first fit pays one-off costs (torch's first kernels and allocations): on
     magic-telescope, 15.5 s for the first fit of two folds with the refit against 10.0 and
-    10.9 for the next two (2026-12-07); they would otherwise land on one record of each run."""
+    10.9 for the next two (a throwaway script, 2026-12-07); they would otherwise land on one record of each run."""
     global _warmed
     if not _warmed:
         _warmed = True
