@@ -148,6 +148,45 @@ def test_verbose_prints_a_line_per_fit_and_is_quiet_by_default(cancer, capsys):
     assert lines[2] == "[CrossFitClassifier] first fold's weights: lr 1.00, bad 0.00; dropping bad"
 
 
+class SlowBackwards(Slow):
+    """:class:`Backwards` that takes ``seconds`` to fit, and counts its fits in ``FITS``."""
+
+    FITS: list = []
+
+    def fit(self, X, y):
+        SlowBackwards.FITS.append(len(X))
+        return super().fit(X, y)
+
+    def predict_proba(self, X):
+        return super().predict_proba(X)[:, ::-1]
+
+
+def test_a_worker_starts_a_later_fold_before_the_screen_and_the_model_is_the_same(cancer):
+    from joblib import parallel_config
+
+    X, y = cancer
+    SlowBackwards.FITS.clear()
+    # Two threads: one fits "good" on the first fold (1 s); the other fits "bad" there
+    # (0.1 s), then, instead of waiting for the screen, "bad" on the second fold and
+    # "good" on the second fold. The screen drops "bad"; its later models are discarded.
+    members = [("bad", SlowBackwards(seconds=0.1)), ("good", Slow(seconds=1.0))]
+    with parallel_config(backend="threading"):
+        model = CrossFitClassifier(members, cv=3, random_state=0, prune=True, n_jobs=2)
+        model.fit(X, y)
+    good = [models[1] for models in model.estimators_]
+    assert good[1].started_ < good[0].started_ + 1.0  # started before the screen could run
+    assert len(SlowBackwards.FITS) >= 2  # "bad" fitted on a later fold too, and discarded
+    assert model.dropped_ == {
+        "bad": "weight 0 in the greedy selection on the first fold's held-out rows"
+    }
+    assert all(models[0] is None for models in model.estimators_[1:])
+    assert np.isnan(model.fit_seconds_[1:, 0]).all() and np.isfinite(model.fit_seconds_[:, 1]).all()
+    # The ensemble the two stages make one after the other on one worker.
+    staged = CrossFitClassifier(members, cv=3, random_state=0, prune=True).fit(X, y)
+    np.testing.assert_array_equal(model.predict_proba(X), staged.predict_proba(X))
+    np.testing.assert_array_equal(model.weights_, staged.weights_)
+
+
 # -- refit: one model per member ----------------------------------------------------------
 
 
