@@ -148,43 +148,28 @@ def test_verbose_prints_a_line_per_fit_and_is_quiet_by_default(cancer, capsys):
     assert lines[2] == "[CrossFitClassifier] first fold's weights: lr 1.00, bad 0.00; dropping bad"
 
 
-class SlowBackwards(Slow):
-    """:class:`Backwards` that takes ``seconds`` to fit, and counts its fits in ``FITS``."""
-
-    FITS: list = []
-
-    def fit(self, X, y):
-        SlowBackwards.FITS.append(len(X))
-        return super().fit(X, y)
-
-    def predict_proba(self, X):
-        return super().predict_proba(X)[:, ::-1]
-
-
-def test_a_worker_starts_a_later_fold_before_the_screen_and_the_model_is_the_same(cancer):
+def test_without_a_screen_a_worker_starts_a_later_fold_before_the_first_fold_ends(cancer):
     from joblib import parallel_config
 
     X, y = cancer
-    SlowBackwards.FITS.clear()
-    # Two threads: one fits "good" on the first fold (1 s); the other fits "bad" there
-    # (0.1 s), then, instead of waiting for the screen, "bad" on the second fold and
-    # "good" on the second fold. The screen drops "bad"; its later models are discarded.
-    members = [("bad", SlowBackwards(seconds=0.1)), ("good", Slow(seconds=1.0))]
+    # Two threads: one fits "slow" on the first fold (1 s); the other fits "bad" there,
+    # then, with no screen to wait for, "slow" on the second fold. With the screen
+    # (prune=True) the later folds wait for it: no fit of a member it may drop ("bad").
+    members = [("slow", Slow(seconds=1.0)), ("bad", Backwards())]
     with parallel_config(backend="threading"):
-        model = CrossFitClassifier(members, cv=3, random_state=0, prune=True, n_jobs=2)
-        model.fit(X, y)
-    good = [models[1] for models in model.estimators_]
-    assert good[1].started_ < good[0].started_ + 1.0  # started before the screen could run
-    assert len(SlowBackwards.FITS) >= 2  # "bad" fitted on a later fold too, and discarded
-    assert model.dropped_ == {
+        queue = CrossFitClassifier(members, cv=3, random_state=0, n_jobs=2).fit(X, y)
+        staged = CrossFitClassifier(members, cv=3, random_state=0, n_jobs=2, prune=True)
+        staged.fit(X, y)
+    for model in (queue, staged):
+        first, second = model.estimators_[0][0], model.estimators_[1][0]
+        assert (second.started_ < first.started_ + first.took_) == (model is queue)
+    assert staged.dropped_ == {
         "bad": "weight 0 in the greedy selection on the first fold's held-out rows"
     }
-    assert all(models[0] is None for models in model.estimators_[1:])
-    assert np.isnan(model.fit_seconds_[1:, 0]).all() and np.isfinite(model.fit_seconds_[:, 1]).all()
-    # The ensemble the two stages make one after the other on one worker.
-    staged = CrossFitClassifier(members, cv=3, random_state=0, prune=True).fit(X, y)
-    np.testing.assert_array_equal(model.predict_proba(X), staged.predict_proba(X))
-    np.testing.assert_array_equal(model.weights_, staged.weights_)
+    # the same ensembles as fitted on one worker, fold after fold
+    for prune, model in ((False, queue), (True, staged)):
+        alone = CrossFitClassifier(members, cv=3, random_state=0, prune=prune).fit(X, y)
+        np.testing.assert_array_equal(model.predict_proba(X), alone.predict_proba(X))
 
 
 # -- refit: one model per member ----------------------------------------------------------

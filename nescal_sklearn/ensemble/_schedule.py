@@ -7,12 +7,10 @@
    of weight 0 is dropped: it is never fitted on the other folds.
 2. **The other folds of the members kept**, fold by fold.
 
-Without a time budget the two stages are one queue: a worker that would wait for the
-first fold's last fit starts a later fold's fit instead, before the screen has said
-whether its member stays (first come, in member order). A dropped member's later fit is
-then not started (a marker file the screen leaves, :func:`_timed_fit`), or, if it was
-running, its model is discarded: the ensemble is the one the two stages would make, in
-fewer wall seconds when the first fold's fits are unequal.
+Without a screen or a time budget nothing waits for the first fold: the two stages are
+one queue, and a worker free before the first fold's last fit ends starts a later fold.
+With a screen they stay apart, so that no worker fits a member the screen then drops: a
+dropped network's fold fit, started early, took as long as the kept fits it delayed.
 
 With a :class:`~._budget.TimeBudget` (whose module states the rules), the first fold's
 fits always run and the later ones start only before the deadline; a member that can
@@ -31,7 +29,6 @@ from __future__ import annotations
 import math
 import os
 import sys
-import tempfile
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -119,12 +116,9 @@ def _timed_fit(
     budget: TimeBudget | None,
     parent: int,
     threads: int | None = None,
-    dropped: str | None = None,
 ):
     """Fit one member on one ``(train, test)`` fold, unless ``budget`` has no time left
-    for it or the file ``dropped`` exists (the screen dropped its member; a worker on
-    another machine does not see it, and fits a model that is then discarded);
-    ``(model, seconds, warnings kept in a worker)``.
+    for it; ``(model, seconds, warnings kept in a worker)``.
 
     The budget is asked when the fit starts (:meth:`TimeBudget.started`), on the clock
     every worker process of this machine shares, so that a worker's start-up counts.
@@ -136,8 +130,6 @@ def _timed_fit(
     """
     exit_with_parent(parent)
     with kept_warnings(parent) as kept:
-        if dropped is not None and os.path.exists(dropped):
-            return None, np.nan, kept
         if budget is not None:
             estimator = budget.started(estimator)
             if estimator is None:
@@ -239,19 +231,6 @@ def fit_in_stages(
     total = n_folds * n_members
 
     registry: dict = {}
-    marks = tempfile.TemporaryDirectory(prefix="nescal-drops-")
-    first = [(0, m) for m in range(n_members)]
-    later = [(f, m) for f in range(1, n_folds) for m in range(n_members)]
-
-    def screened() -> None:
-        nonlocal total
-        models = result.models[0]
-        if screen is not None and n_members > 1 and all(model is not None for model in models):
-            _drop(result, names, keep, np.asarray(screen(models), dtype=float), progress)
-            for m in range(n_members):
-                if not keep[m]:
-                    open(os.path.join(marks.name, str(m)), "w").close()
-        total = n_members + (n_folds - 1) * sum(keep)
 
     def run(jobs: list[tuple[int, int]], later: list[tuple[int, int]]) -> None:
         budgets = _plan([jobs, later], timed, result.seconds, budget, workers)
@@ -266,27 +245,28 @@ def fit_in_stages(
                 budget=b,
                 parent=os.getpid(),
                 threads=threads_per_fit(workers),
-                dropped=None if f == 0 else os.path.join(marks.name, str(m)),
             )
             for (f, m), b in zip(jobs, budgets, strict=True)
         )
         results = Parallel(n_jobs=n_jobs, return_as="generator")(tasks)
-        for i, ((f, m), (model, took, kept)) in enumerate(zip(jobs, results, strict=True)):
-            if keep[m]:  # else a later fit started before the screen dropped its member
-                reissue(kept, registry)
-                result.models[f][m], result.seconds[f, m] = model, took
-                done = int(np.sum(~np.isnan(result.seconds)))
-                left = _time_to_go(result.seconds, keep, workers)
-                progress.fitted(f, m, took, done, left, total)
-            if f == 0 and i == n_members - 1:
-                screened()
+        for (f, m), (model, took, kept) in zip(jobs, results, strict=True):
+            reissue(kept, registry)
+            result.models[f][m], result.seconds[f, m] = model, took
+            done = int(np.sum(~np.isnan(result.seconds)))
+            left = _time_to_go(result.seconds, keep, workers)
+            progress.fitted(f, m, took, done, left, total)
 
-    with marks:
-        if budget is None:  # one queue: the later folds start as workers free up
-            run(first + later, [])
-        else:  # the later fits' shares are planned once the screen has kept its members
-            run(first, later)
-            run([(f, m) for f, m in later if keep[m]], [])
+    first = [(0, m) for m in range(n_members)]
+    later = [(f, m) for f in range(1, n_folds) for m in range(n_members)]
+    if budget is None and (screen is None or n_members == 1):  # one queue: no wait
+        run(first + later, [])
+    else:
+        run(first, later)
+        models = result.models[0]
+        if screen is not None and n_members > 1 and all(model is not None for model in models):
+            _drop(result, names, keep, np.asarray(screen(models), dtype=float), progress)
+        total = n_members + (n_folds - 1) * sum(keep)
+        run([(f, m) for f, m in later if keep[m]], [])
     result.kept = keep
     kept = _on(keep)
     result.folds = [f for f in range(n_folds) if all(result.models[f][m] is not None for m in kept)]
