@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 import pytest
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.datasets import load_breast_cancer
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
@@ -170,6 +170,67 @@ def test_without_a_screen_a_worker_starts_a_later_fold_before_the_first_fold_end
     for prune, model in ((False, queue), (True, staged)):
         alone = CrossFitClassifier(members, cv=3, random_state=0, prune=prune).fit(X, y)
         np.testing.assert_array_equal(model.predict_proba(X), alone.predict_proba(X))
+
+
+# -- gradient boosting on time -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("first", [1, 10, "its trees"])
+def test_boosting_on_time_given_the_time_grows_the_trees_of_one_fit(first, monkeypatch):
+    from sklearn.datasets import load_digits
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    from nescal_sklearn.ensemble import _budget
+
+    X, y = load_digits(return_X_y=True)
+    train, test = np.arange(len(y)) % 4 != 0, np.arange(len(y)) % 4 == 0
+    rows = dict(X_val=X[test], y_val=y[test])  # as CrossFitClassifier's folds give them
+    params = dict(early_stopping=True, max_features=0.8, random_state=3)  # feature sampling
+    one = HistGradientBoostingClassifier(**params).fit(X[train], y[train], **rows)
+    assert one.n_iter_ < one.max_iter  # early stopping ended it
+    # "its trees": the first round ends at the tree where early stopping ends one fit, so
+    # only the rule on the scores (not the round's own end) stops it there
+    monkeypatch.setattr(_budget, "FIRST_TREES", one.n_iter_ if first == "its trees" else first)
+    member = HistGradientBoostingClassifier(**params)
+    rounds = _budget.OnTime(member, 1e9).fit(clone(member), X[train], y[train], **rows)
+    assert rounds.n_iter_ == one.n_iter_
+    assert rounds.get_params() == one.get_params()  # warm_start and max_iter given back
+    # the same trees, their leaf values summed in the same order: equal probabilities
+    np.testing.assert_array_equal(rounds.predict_proba(X), one.predict_proba(X))
+
+
+def test_boosting_on_time_adds_no_tree_after_its_seconds():
+    from sklearn.datasets import make_classification
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    from nescal_sklearn.ensemble._budget import OnTime
+
+    X, y = make_classification(20_000, 20, n_informative=10, n_classes=3, random_state=0)
+    member = HistGradientBoostingClassifier(early_stopping=False, max_iter=100_000)
+    start = time.perf_counter()
+    model = OnTime(member, 1.0).fit(clone(member), X, y)
+    took = time.perf_counter() - start
+    # trees until the time ran out (100,000 would take minutes); a round is planned at
+    # the pace of the trees so far, so it ends about on time: half a second of slack for
+    # a busy machine's pace changing between rounds
+    assert 10 <= model.n_iter_ < 100_000 and took < 1.5
+    np.testing.assert_allclose(model.predict_proba(X[:3]).sum(axis=1), 1.0)
+
+
+def test_a_boosting_member_keeps_the_time_limit(cancer):
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    X, y = cancer
+    X = np.repeat(X, 10, axis=0) + np.random.default_rng(0).normal(0, 1e-3, (len(X) * 10, 30))
+    y = np.repeat(y, 10)
+    # 100,000 trees each fold would take minutes: on time, the 3 folds share 90 % of 4 s
+    slow = HistGradientBoostingClassifier(early_stopping=False, max_iter=100_000)
+    model = CrossFitClassifier([("hgb", slow)], cv=3, random_state=0, time_limit=4.0)
+    start = time.perf_counter()
+    model.fit(X, y)
+    elapsed = time.perf_counter() - start
+    assert not model.timed_out_ and elapsed < 4.0 * 1.05 + 0.5
+    assert all(m[0].n_iter_ < 100_000 for m in model.estimators_)
 
 
 # -- refit: one model per member ----------------------------------------------------------

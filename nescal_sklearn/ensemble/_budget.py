@@ -12,7 +12,8 @@ step reads the budget it is handed, never the limit. Its rules:
   limit (:data:`REFIT_FIT_SHARE` with ``refit=True``, whose refits end by
   :data:`FIT_SHARE`); the rest is left for what follows them. No member fit of the
   cross-fitting starts after its deadline. A member that can stop on time (a
-  ``time_limit`` parameter, as ``NeSCalClassifier`` has) gets the smaller of its own
+  ``time_limit`` parameter, as ``NeSCalClassifier`` has; scikit-learn's gradient
+  boosting, trained in rounds of trees, :class:`OnTime`) gets the smaller of its own
   ``time_limit`` and its share of the time left (:meth:`TimeBudget.share`), asked when
   its fit starts; one that cannot stop starts only if its mean fit so far lets it end
   by the deadline.
@@ -37,11 +38,14 @@ import time
 from dataclasses import dataclass, replace
 
 from sklearn.base import clone
+from sklearn.ensemble import HistGradientBoostingClassifier
 
 __all__ = [
     "CLOCK",
     "FIT_SHARE",
+    "FIRST_TREES",
     "MIN_SHARE",
+    "OnTime",
     "REFIT_FIT_SHARE",
     "TimeBudget",
     "stops_on_time",
@@ -64,10 +68,66 @@ REFIT_FIT_SHARE = 0.65
 MIN_SHARE = 1e-3
 
 
+#: Trees of the first ``warm_start`` round of :class:`OnTime`: they time the rest.
+FIRST_TREES = 10
+
+
 def stops_on_time(estimator) -> bool:
     """Whether ``estimator`` can stop its own fit on time: it has a ``time_limit``
-    parameter (as ``NeSCalClassifier`` has)."""
-    return "time_limit" in estimator.get_params(deep=False)
+    parameter (as ``NeSCalClassifier`` has), or it is scikit-learn's gradient boosting,
+    which :class:`OnTime` fits in rounds of trees."""
+    return "time_limit" in estimator.get_params(deep=False) or isinstance(
+        estimator, HistGradientBoostingClassifier
+    )
+
+
+@dataclass(frozen=True)
+class OnTime:
+    """A gradient boosting fit that adds no tree after ``seconds``: what
+    :meth:`TimeBudget.started` gives for a ``HistGradientBoostingClassifier``.
+
+    :meth:`fit` trains the boosting with ``warm_start`` in rounds: :data:`FIRST_TREES`
+    trees, then as many more as the time left allows at the pace of the trees so far (a
+    round re-bins the rows, which that pace includes), until ``max_iter`` trees, early
+    stopping, or the time is out. Given the time, the rounds grow the trees of one
+    ``fit``: the same splits and the same random numbers (the boosting keeps its seed
+    and its feature-sampling generator between rounds), and early stopping by
+    scikit-learn's rule on the scores of every tree so far, so that a round never
+    continues past the tree at which one ``fit`` would have stopped.
+    """
+
+    estimator: HistGradientBoostingClassifier
+    seconds: float
+
+    def fit(self, estimator, X, y, **kwargs):
+        """``estimator`` (unfitted, a clone of :attr:`estimator`) fitted on ``X, y``."""
+        deadline = CLOCK() + self.seconds
+        trees, warm_start = estimator.max_iter, estimator.warm_start
+        start = CLOCK()
+        estimator.set_params(warm_start=True, max_iter=min(FIRST_TREES, trees))
+        estimator.fit(X, y, **kwargs)
+        while estimator.n_iter_ == estimator.max_iter < trees and not _stopped(estimator):
+            now = CLOCK()
+            more = int((deadline - now) / ((now - start) / estimator.n_iter_))
+            if more < 1:
+                break
+            estimator.set_params(max_iter=min(trees, estimator.n_iter_ + more))
+            estimator.fit(X, y, **kwargs)
+        return estimator.set_params(warm_start=warm_start, max_iter=trees)
+
+
+def _stopped(boosting) -> bool:
+    """Whether early stopping ends ``boosting`` at its last tree: scikit-learn's rule
+    (``BaseHistGradientBoosting._should_stop``), none of the last ``n_iter_no_change``
+    scores better than the one before them by ``tol``."""
+    if not boosting.do_early_stopping_:
+        return False
+    scores = boosting.validation_score_  # empty when it early-stops on the training loss
+    scores = scores if len(scores) else boosting.train_score_
+    reference = boosting.n_iter_no_change + 1
+    if len(scores) < reference:
+        return False
+    return not any(score > scores[-reference] + boosting.tol for score in scores[1 - reference :])
 
 
 @dataclass(frozen=True)
@@ -149,5 +209,7 @@ class TimeBudget:
             if not self.needed:
                 return None
             share = MIN_SHARE
+        if isinstance(estimator, HistGradientBoostingClassifier):
+            return OnTime(estimator, share)
         own = estimator.get_params(deep=False)["time_limit"]
         return clone(estimator).set_params(time_limit=share if own is None else min(own, share))

@@ -212,11 +212,13 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
         checks of the data and the start of joblib's workers count). The member fits
         take up to 90 % of it (65 % with ``refit=True``, whose refits take the next
         25 %). A member whose ``fit`` can stop on time (a ``time_limit`` parameter, as
-        ``NeSCalClassifier`` has) gets the smaller of its own limit and its share of the
-        time left; a fit whose share is too small (under a millisecond) or that would
-        start after the deadline is not started, and counts as timed out (a fit that
-        cannot stop on time, such as gradient boosting's, and starts just before the
-        deadline, ends after it). Every member's first fold and every refit run
+        ``NeSCalClassifier`` has, or scikit-learn's ``HistGradientBoostingClassifier``,
+        then trained in rounds of trees with ``warm_start``, the same trees given the
+        time) gets the smaller of its own limit and its share of the time left; a fit
+        whose share is too small (under a millisecond) or that would start after the
+        deadline is not started, and counts as timed out (a fit that cannot stop on
+        time, such as a random forest's, and starts just before the deadline, ends after
+        it). Every member's first fold and every refit run
         whatever the time, so ``fit`` never fails for lack of it: the model is the
         ensemble of the folds that finished, weighted and calibrated on their held-out
         rows, and ``fit`` warns when folds were left out (``timed_out_``). The clock is

@@ -21,7 +21,7 @@ from sklearn.utils.validation import _num_samples
 
 from ..exceptions import ParameterError
 from ..model_selection import seeded
-from ._budget import TimeBudget
+from ._budget import OnTime, TimeBudget
 from ._schedule import cores, kept_warnings
 
 __all__ = ["REFIT_ADAPTERS", "refit_on_all_rows", "refit_params"]
@@ -88,10 +88,12 @@ def refit_on_all_rows(
     with kept_warnings(parent) as kept:
         if budget is not None:
             estimator = budget.started(estimator)
+        fit = estimator.fit if isinstance(estimator, OnTime) else type(estimator).fit
+        estimator = estimator.estimator if isinstance(estimator, OnTime) else estimator
         start = time.perf_counter()
         try:
             with cores(threads):
-                model = estimator.fit(X, y, **fit_params)
+                model = fit(estimator, X, y, **fit_params)
         except Exception as exc:
             raise _refit_error(exc, name, _num_samples(X)) from exc
     return model, time.perf_counter() - start, kept

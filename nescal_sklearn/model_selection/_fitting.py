@@ -10,6 +10,7 @@ whether a caller warns or raises when there is none is the caller's policy.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 
 import numpy as np
 from sklearn.base import clone
@@ -164,7 +165,15 @@ def seeded(estimator, seed: int | None):
 
 
 def fit_on_fold(
-    estimator, X, y: np.ndarray, train, test, *, fit_params: dict | None = None, seed=None
+    estimator,
+    X,
+    y: np.ndarray,
+    train,
+    test,
+    *,
+    fit_params: dict | None = None,
+    seed=None,
+    fit: Callable | None = None,
 ):
     """A clone of ``estimator`` fitted on the rows ``train``, early-stopping on ``test``.
 
@@ -184,6 +193,9 @@ def fit_on_fold(
         Further ``fit`` parameters, sliced to ``train`` when they have one entry per row.
     seed : int or None, default=None
         Set as every ``random_state`` parameter of the clone (:func:`seeded`).
+    fit : callable or None, default=None
+        Called as ``fit(clone, X_train, y_train, **kwargs)`` in place of
+        ``clone.fit(X_train, y_train, **kwargs)``; it returns the fitted clone.
 
     Returns
     -------
@@ -201,4 +213,5 @@ def fit_on_fold(
             and "sample_weight_val" in inspect.signature(estimator.fit).parameters
         ):
             kwargs["sample_weight_val"] = _safe_indexing(weights, test)
-    return estimator.fit(_safe_indexing(X, train), y[train], **kwargs)
+    fit = type(estimator).fit if fit is None else fit
+    return fit(estimator, _safe_indexing(X, train), y[train], **kwargs)
