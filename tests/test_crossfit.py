@@ -92,6 +92,23 @@ def test_calibrated_logits_keep_identity_when_no_map_helps():
     assert name == "identity"
 
 
+def test_a_deadline_leaves_out_the_candidates_that_would_end_after_it():
+    import time
+
+    X, y = make_classification(600, 6, n_informative=4, random_state=0)
+    logits = np.column_stack([np.zeros(600), 4.0 * (X[:, 0] + X[:, 1])])
+    candidates = ["identity", "temperature", "quadratic"]
+    given = select_calibration(logits, y, candidates, random_state=0, deadline=time.time() + 600)
+    free = select_calibration(logits, y, candidates, random_state=0)
+    assert given[:2] == free[:2]  # time enough: the choice without a deadline
+    # passed already: the first candidate only (every choice needs one), in its own parts
+    name, scores, held_out = select_calibration(
+        logits, y, candidates, random_state=0, deadline=time.time()
+    )
+    assert name == "identity" and list(scores) == ["identity"]
+    np.testing.assert_allclose(scores["identity"], free[1]["identity"])
+
+
 # -- CrossFitClassifier -------------------------------------------------------------------
 
 

@@ -459,7 +459,10 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
                 f"{len(data.folds)} folds, whose one held-out row cannot weigh the members "
                 "and choose a map; pass a longer time_limit, or a cv of larger test parts."
             )
-        self._weigh_and_calibrate(staged, data, oof)
+        # the map is chosen by the end of the limit, or by the refits' end with refit=True
+        share = FIT_SHARE if self.refit else 1.0
+        deadline = None if self.time_limit is None else start + share * self.time_limit
+        self._weigh_and_calibrate(staged, data, oof, deadline)
         self._set_fitted(staged, data)
         if self.refit:
             budget = TimeBudget.of_fit(start, self.time_limit, FIT_SHARE, needed=True)
@@ -519,11 +522,14 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
             rng=rng,
         )
 
-    def _weigh_and_calibrate(self, staged: StagedFits, data: _Prepared, oof: _OutOfFold):
+    def _weigh_and_calibrate(
+        self, staged: StagedFits, data: _Prepared, oof: _OutOfFold, deadline: float | None
+    ):
         """The members' weights (or stacker) and the map, chosen and fitted on the
         out-of-fold rows ``oof``: ``weights_``, ``stacker_``, ``calibration_``,
         ``calibration_scores_``, ``calibrator_``, ``oof_proba_`` and
-        ``member_oof_nll_``."""
+        ``member_oof_nll_``. The map's choice leaves out a candidate that would end
+        after ``deadline`` (:func:`select_calibration`)."""
         kept = [m for m, is_kept in enumerate(staged.kept) if is_kept]
         fitted = [[staged.models[f][m] for m in kept] for f in staged.folds]
         logits = out_of_fold_logits(fitted, oof.X, oof.parts, data.classes)
@@ -546,6 +552,7 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
             data.candidates,
             sample_weight=oof.w,
             random_state=data.rng.randint(2**31 - 1),
+            deadline=deadline,
         )
         self.weights_ = weights
         self.calibration_ = name
