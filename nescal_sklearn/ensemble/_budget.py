@@ -48,6 +48,7 @@ __all__ = [
     "OnTime",
     "REFIT_FIT_SHARE",
     "TimeBudget",
+    "fit_of",
     "stops_on_time",
 ]
 
@@ -91,8 +92,8 @@ class OnTime:
     trees, then each round as many more as the time left allows at the pace of the trees
     so far (a round re-bins the rows, which that pace includes) but at most as many as
     there are (the rounds double, so that their re-binning stays a few rounds' cost),
-    until ``max_iter`` trees, early stopping, or the time is out. Given the time, the rounds grow the trees of one
-    ``fit``: the same splits and the same random numbers (the boosting keeps its seed
+    until ``max_iter`` trees, early stopping, or the time is out. Given the time, the
+    rounds grow the trees of one ``fit``: the same splits and the same random numbers (the boosting keeps its seed
     and its feature-sampling generator between rounds), and early stopping by
     scikit-learn's rule on the scores of every tree so far, so that a round never
     continues past the tree at which one ``fit`` would have stopped.
@@ -103,9 +104,9 @@ class OnTime:
 
     def fit(self, estimator, X, y, **kwargs):
         """``estimator`` (unfitted, a clone of :attr:`estimator`) fitted on ``X, y``."""
-        deadline = CLOCK() + self.seconds
-        trees, warm_start = estimator.max_iter, estimator.warm_start
         start = CLOCK()
+        deadline = start + self.seconds
+        trees, warm_start = estimator.max_iter, estimator.warm_start
         estimator.set_params(warm_start=True, max_iter=min(FIRST_TREES, trees))
         estimator.fit(X, y, **kwargs)
         while estimator.n_iter_ == estimator.max_iter < trees and not _stopped(estimator):
@@ -117,6 +118,15 @@ class OnTime:
             estimator.set_params(max_iter=min(trees, estimator.n_iter_ + more))
             estimator.fit(X, y, **kwargs)
         return estimator.set_params(warm_start=warm_start, max_iter=trees)
+
+
+def fit_of(started) -> tuple:
+    """What :meth:`TimeBudget.started` gave, as ``(estimator, fit)``: ``fit(estimator,
+    X, y, **kwargs)`` fits it (:meth:`OnTime.fit` for gradient boosting, else its own
+    ``fit``)."""
+    if isinstance(started, OnTime):
+        return started.estimator, started.fit
+    return started, type(started).fit
 
 
 def _stopped(boosting) -> bool:

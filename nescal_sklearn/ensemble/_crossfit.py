@@ -218,12 +218,11 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
         whose share is too small (under a millisecond) or that would start after the
         deadline is not started, and counts as timed out (a fit that cannot stop on
         time, such as a random forest's, and starts just before the deadline, ends after
-        it). Every member's first fold and every refit run
-        whatever the time, so ``fit`` never fails for lack of it: the model is the
-        ensemble of the folds that finished, weighted and calibrated on their held-out
-        rows, and ``fit`` warns when folds were left out (``timed_out_``). The clock is
-        this machine's: the member fits must run on it (loky's or a local dask
-        cluster's workers). None: no limit.
+        it). Every member's first fold and every refit run whatever the time, so ``fit``
+        never fails for lack of it: the model is the ensemble of the folds that
+        finished, weighted and calibrated on their held-out rows, and ``fit`` warns when
+        folds were left out (``timed_out_``). The clock is this machine's: the member
+        fits must run on it (loky's or a local dask cluster's workers). None: no limit.
     random_state : int, RandomState instance or None, default=None
         Seeds the folds, the inner cross-validation of the map, and every member's
         ``random_state`` (a different seed per fold).

@@ -21,7 +21,7 @@ from sklearn.utils.validation import _num_samples
 
 from ..exceptions import ParameterError
 from ..model_selection import seeded
-from ._budget import OnTime, TimeBudget
+from ._budget import TimeBudget, fit_of
 from ._schedule import cores, kept_warnings
 
 __all__ = ["REFIT_ADAPTERS", "refit_on_all_rows", "refit_params"]
@@ -88,8 +88,7 @@ def refit_on_all_rows(
     with kept_warnings(parent) as kept:
         if budget is not None:
             estimator = budget.started(estimator)
-        fit = estimator.fit if isinstance(estimator, OnTime) else type(estimator).fit
-        estimator = estimator.estimator if isinstance(estimator, OnTime) else estimator
+        estimator, fit = fit_of(estimator)
         start = time.perf_counter()
         try:
             with cores(threads):

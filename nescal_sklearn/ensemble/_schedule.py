@@ -18,8 +18,8 @@ stop on time (:func:`~._budget.stops_on_time`) gets its share of the time left: 
 left divided by the rounds of such fits still to come on the ``n_jobs`` workers. A
 member that cannot (one with neither a ``time_limit`` nor gradient boosting's rounds of
 trees, :class:`~._budget.OnTime`) is timed on the first fold, and its later folds are
-counted against the time left. The folds whose every kept member
-finished are the folds of the ensemble; the rest are dropped. The warnings of fits in
+counted against the time left. The folds whose every kept member finished are the folds
+of the ensemble; the rest are dropped. The warnings of fits in
 worker processes are re-issued in the caller (:func:`kept_warnings`). With several
 workers, each fit runs on its share of the cores (:func:`_timed_fit`), whatever joblib's
 backend.
@@ -42,7 +42,7 @@ from threadpoolctl import threadpool_limits
 
 from .._compat.orphans import exit_with_parent
 from ..model_selection import fit_on_fold
-from ._budget import OnTime, TimeBudget, stops_on_time
+from ._budget import TimeBudget, fit_of, stops_on_time
 
 __all__ = [
     "StagedFits",
@@ -135,8 +135,7 @@ def _timed_fit(
             estimator = budget.started(estimator)
             if estimator is None:
                 return None, np.nan, kept
-        fit = estimator.fit if isinstance(estimator, OnTime) else None
-        estimator = estimator.estimator if isinstance(estimator, OnTime) else estimator
+        estimator, fit = fit_of(estimator)
         start = time.perf_counter()
         with cores(threads):
             model = fit_on_fold(estimator, X, y, *fold, fit_params=fit_params, seed=seed, fit=fit)
