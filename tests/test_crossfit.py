@@ -109,6 +109,27 @@ def test_a_deadline_leaves_out_the_candidates_that_would_end_after_it():
     np.testing.assert_allclose(scores["identity"], free[1]["identity"])
 
 
+def test_a_solver_that_passes_the_deadline_within_a_part_leaves_its_map_out(monkeypatch):
+    import time
+
+    from nescal_sklearn.calibration._structured_matrix import _StructuredMatrixScalingMap
+
+    objective = _StructuredMatrixScalingMap.objective
+
+    def slow(self, *args):  # each evaluation 0.1 s: a part takes about 4 s
+        fun = objective(self, *args)
+        return lambda params: time.sleep(0.1) or fun(params)
+
+    monkeypatch.setattr(_StructuredMatrixScalingMap, "objective", slow)
+    X, y = load_iris(return_X_y=True)
+    logits = 3.0 * (X - X.mean(axis=0))[:, [0, 2, 3]]
+    candidates = ["identity", "temperature", "sms"]
+    start = time.time()
+    name, scores, _ = select_calibration(logits, y, candidates, random_state=0, deadline=start + 1)
+    assert list(scores) == ["identity", "temperature"] and name in scores
+    assert time.time() - start < 1.5  # the solver stopped at the deadline, not its end
+
+
 # -- CrossFitClassifier -------------------------------------------------------------------
 
 

@@ -20,6 +20,7 @@ from ._columns import (
     as_kind,
     value_kinds,
 )
+from ._impute import _MedianImputer
 from ._layout import ColumnLayout
 from ._scaling import RobustSmoothClipScaler, _QuantileTransformer
 
@@ -410,7 +411,7 @@ def make_tabular_preprocessor(
     -------
     TabularPreprocessor
         A :class:`~sklearn.compose.ColumnTransformer` with transformers ``"numeric"`` (a
-        pipeline: ``SimpleImputer``, then the scaler), ``"temporal"`` (the datetime and
+        pipeline: a median ``SimpleImputer``, then the scaler), ``"temporal"`` (the datetime and
         timedelta columns, which the features named in ``numeric_features`` or
         ``categorical_features`` are not) and ``"categorical"``, and the fitted
         ``column_layout_``.
@@ -457,7 +458,7 @@ def make_tabular_preprocessor(
                 "numeric",
                 Pipeline(
                     [
-                        ("simpleimputer", SimpleImputer(strategy="median")),
+                        ("simpleimputer", _MedianImputer(strategy="median")),
                         (scaler_name, make_scaler()),
                     ]
                 ),
