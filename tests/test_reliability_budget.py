@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import re
 import time
+import warnings
 
 import numpy as np
 import pytest
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.datasets import load_breast_cancer
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
@@ -243,3 +244,51 @@ def test_an_error_of_the_refit_says_it_is_the_refit(cancer, parameter):
     assert str(caught.value) == message
     if parameter:
         assert caught.value.param == "odd__rows"
+
+
+# -- the recommended pipeline's limit counts its preprocessing ------------------------------
+
+
+class SlowScaler(BaseEstimator):
+    """A transformer whose fit takes ``seconds`` (a slow preprocessing step)."""
+
+    def __init__(self, seconds=1.5):
+        self.seconds = seconds
+
+    def fit(self, X, y=None):
+        time.sleep(self.seconds)
+        return self
+
+    def transform(self, X):
+        return np.asarray(X, dtype=float)
+
+    def fit_transform(self, X, y=None):
+        return self.fit(X, y).transform(X)
+
+
+def test_the_recommended_pipeline_s_limit_counts_its_preprocessing(cancer):
+    from sklearn.pipeline import Pipeline
+
+    from nescal_sklearn.ensemble import make_recommended_classifier
+
+    X, y = cancer
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    model = make_recommended_classifier(random_state=0, time_limit=1.0).set_params(
+        preprocess=SlowScaler(1.5), classifier__estimators=[("lr", LogisticRegression())]
+    )
+    plain = Pipeline(clone(model).steps)
+    # 1.5 s of preprocessing pass the 1 s: the first fold only (it always runs)
+    with pytest.warns(UserWarning, match=_timed_out(1.0, 1, 5, 114, 569)):
+        model.fit(X, y)
+    # the same steps in a plain Pipeline: the limit counts from the classifier's fit
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(plain.fit(X, y)[-1].folds_) == 5
+
+
+@pytest.mark.parametrize("started_at", [time.time() + 60, float("nan"), "now"])
+def test_started_at_in_the_future_or_not_a_time_is_refused(cancer, started_at):
+    X, y = cancer
+    model = CrossFitClassifier([("lr", LogisticRegression())], time_limit=10.0)
+    with pytest.raises(ValueError, match=r"started_at must be a time.time\(\) up to now"):
+        model.fit(X, y, started_at=started_at)

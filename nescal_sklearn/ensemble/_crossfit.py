@@ -398,7 +398,7 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
             )
         return [self.calibration]
 
-    def fit(self, X, y, sample_weight=None, groups=None):
+    def fit(self, X, y, sample_weight=None, groups=None, *, started_at=None):
         """Cross-fit the members, weigh them and fit the calibration map out of fold.
 
         Parameters
@@ -419,6 +419,11 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
             folds, and a splitter gets them (``GroupKFold``, ``StratifiedGroupKFold``).
             Without groups, exact duplicate rows are the groups of ``cv=int`` (see
             Notes).
+        started_at : float or None, default=None
+            The ``time.time()`` from which ``time_limit`` counts; None: the call of
+            ``fit``. A pipeline passes the time its own ``fit`` started, so that its
+            earlier steps (the preprocessing) count against the limit, as
+            :func:`make_recommended_classifier`'s pipeline does.
 
         Returns
         -------
@@ -429,11 +434,18 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
         ValueError
             When a class has no row in some fold's training part, a fold no positive
             weight, or ``cv`` does not split the rows into a partition; when
-            ``time_limit`` leaves one held-out row (a ``cv`` of one-row test parts).
+            ``time_limit`` leaves one held-out row (a ``cv`` of one-row test parts);
+            when ``started_at`` is not a finite number of seconds up to now.
         TypeError
             When ``sample_weight`` is given and a member cannot take it.
         """
         start = CLOCK()  # the time budget counts every step from here
+        if started_at is not None:
+            if not isinstance(started_at, numbers.Real) or not started_at <= start:
+                raise ValueError(
+                    f"started_at must be a time.time() up to now ({start}); got {started_at!r}."
+                )
+            start = float(started_at)
         self._validate_params()
         data = self._prepare(X, y, sample_weight, groups)
         staged = fit_in_stages(

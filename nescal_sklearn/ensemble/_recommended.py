@@ -16,12 +16,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from sklearn import get_config
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.pipeline import Pipeline
 
 from .._registry import DatedRecipe, lookup, registry
 from ..estimator import NeSCalClassifier
 from ..preprocessing import make_tabular_preprocessor
+from ._budget import CLOCK
 from ._crossfit import CrossFitClassifier
 
 __all__ = [
@@ -169,6 +171,21 @@ def get_recommended_recipe(name: str | None = None) -> RecommendedRecipe:
     return lookup(RECOMMENDED_RECIPES, name)
 
 
+class _ClockedPipeline(Pipeline):
+    """A ``Pipeline`` whose last step's ``time_limit`` counts from the call of ``fit``.
+
+    ``fit`` passes the time it started to the last step (``<name>__started_at``), so the
+    preprocessing's seconds count against the classifier's limit. With scikit-learn's
+    metadata routing enabled, parameters reach a step only as requested, so the limit
+    then counts from the classifier's own ``fit``.
+    """
+
+    def fit(self, X, y=None, **params):
+        if not get_config()["enable_metadata_routing"]:
+            params.setdefault(f"{self.steps[-1][0]}__started_at", CLOCK())
+        return super().fit(X, y, **params)
+
+
 def make_recommended_classifier(
     random_state: int | None = None,
     n_jobs: int | None = None,
@@ -208,10 +225,11 @@ def make_recommended_classifier(
         Member fits in parallel (joblib; each member trains on one thread): ``-1`` for
         every core, or a dask cluster through ``joblib.parallel_backend("dask")``.
     time_limit : float or None, default=None
-        Wall-clock seconds for the fit (:class:`CrossFitClassifier`'s ``time_limit``):
-        the networks get their share of the time left and stop on time, no fit starts
-        after the deadline, and the folds that finished make the model (``fit`` warns).
-        None: no limit.
+        Wall-clock seconds for the fit (:class:`CrossFitClassifier`'s ``time_limit``,
+        counted from the call of the pipeline's ``fit``, preprocessing included): the
+        networks get their share of the time left and stop on time, no fit starts after
+        the deadline, and the folds that finished make the model (``fit`` warns). None:
+        no limit.
     refit : bool, default=False
         Serve one model per member, refitted on all rows as its fold models trained
         (:class:`CrossFitClassifier`'s ``refit``): smaller and faster to predict.
@@ -225,7 +243,8 @@ def make_recommended_classifier(
     Returns
     -------
     sklearn.pipeline.Pipeline
-        Steps ``"preprocess"`` and ``"classifier"`` (the ``CrossFitClassifier``); after
+        Steps ``"preprocess"`` and ``"classifier"`` (the ``CrossFitClassifier``; the
+        pipeline's ``fit`` passes it the time it started, ``started_at``); after
         ``fit``, ``[-1].oof_proba_`` holds every training row's out-of-fold calibrated
         probabilities, ``[-1].weights_`` the members' weights and ``[-1].calibration_``
         the map chosen.
@@ -250,7 +269,7 @@ def make_recommended_classifier(
     """
     chosen = get_recommended_recipe(recipe)
     members = [(name, cls(**params)) for name, cls, params in chosen.members]
-    return Pipeline(
+    return _ClockedPipeline(
         [
             ("preprocess", make_tabular_preprocessor()),
             (
