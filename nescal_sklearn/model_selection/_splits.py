@@ -8,9 +8,10 @@ import warnings
 from collections.abc import Sequence
 
 import numpy as np
-from sklearn.model_selection import KFold, StratifiedGroupKFold, StratifiedKFold, check_cv
+from sklearn.model_selection import KFold, StratifiedKFold, check_cv
 
 from .._params import plain
+from ._group_folds import _FastStratifiedGroupKFold
 from ._groups import duplicate_groups, group_codes, spread_groups
 
 __all__ = ["ROWS_PER_DISTINCT_ROW", "check_partition", "inner_split", "make_folds"]
@@ -115,10 +116,11 @@ def _check_fold_weights(folds: list[tuple], sample_weight: np.ndarray | None) ->
 
 def _split(cv, X, y: np.ndarray, groups, seed: int | None) -> list[tuple]:
     """The folds of ``cv``: an int is a ``StratifiedKFold``, or a ``StratifiedGroupKFold``
-    with ``groups`` (shuffled by ``seed``; in order for None); a splitter gets ``groups``."""
+    with ``groups`` (shuffled by ``seed``; in order for None; its folds computed faster,
+    :class:`~._group_folds._FastStratifiedGroupKFold`); a splitter gets ``groups``."""
     if not isinstance(cv, numbers.Integral):
         return list(check_cv(cv, classifier=True).split(X, y, groups))
-    kind = StratifiedKFold if groups is None else StratifiedGroupKFold
+    kind = StratifiedKFold if groups is None else _FastStratifiedGroupKFold
     splitter = kind(int(cv), shuffle=seed is not None, random_state=seed)
     return list(splitter.split(X, y, groups))
 
