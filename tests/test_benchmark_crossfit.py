@@ -378,3 +378,29 @@ def test_the_full_size_study_runs_the_confirms_methods_on_two_threads():
     assert {k for m in full["methods"] for k in m.get("params", {})} >= cores
     assert full["datasets"] == scale["datasets"] and full["confirm_seeds"] == [0, 1, 2]
     assert full["budget"] == {"threads": 2} and "max_rows" not in full["budget"]
+
+
+def test_the_own_validation_search_changes_ce_trees100_only_as_its_description_says():
+    """portfolio_ownval.json: rec05 and ce_trees100 as in portfolio_folds; ce_own is
+    ce_trees100 with early_stopping_rows="own", ce_own_v10 that with the two networks'
+    validation_fraction at 0.1; nothing else differs, so every record differs by the
+    rows the members early-stop on."""
+    folds, ownval = (_config_json(name) for name in ("portfolio_folds", "portfolio_ownval"))
+    before = {m["name"]: m for m in folds["methods"]}
+    methods = {m["name"]: m for m in ownval["methods"]}
+    assert list(methods) == ["rec05", "ce_trees100", "ce_own", "ce_own_v10"]
+    assert methods["rec05"] == before["rec05"]
+    assert methods["ce_trees100"] == before["ce_trees100"]
+    base = before["ce_trees100"]
+    own = {**base, "name": "ce_own", "params": {**base["params"], "early_stopping_rows": "own"}}
+    assert methods["ce_own"] == own
+    networks = [
+        [name, {**spec, "params": {**spec["params"], "validation_fraction": 0.1}}]
+        if spec["class"] == "nescal_sklearn.NeSCalClassifier"
+        else [name, spec]
+        for name, spec in own["params"]["estimators"]
+    ]
+    v10 = {**own, "name": "ce_own_v10", "params": {**own["params"], "estimators": networks}}
+    assert methods["ce_own_v10"] == v10
+    same = ("datasets", "confirm_seeds", "search_seeds", "splits", "budget", "recipe", "selection")
+    assert {k: ownval[k] for k in same} == {k: folds[k] for k in same}

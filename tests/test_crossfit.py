@@ -183,6 +183,13 @@ def test_members_early_stop_on_the_fold_they_did_not_train_on(cancer):
 
     CrossFitClassifier([("hgb", Spy(early_stopping=True))], cv=3, random_state=0).fit(X, y)
     assert sorted(seen) == sorted((len(y) - n, n) for n in (190, 190, 189))
+    # early_stopping_rows="own": no held-out row is given; the member holds out its own
+    seen.clear()
+    own = CrossFitClassifier(
+        [("hgb", Spy(early_stopping=True))], cv=3, random_state=0, early_stopping_rows="own"
+    ).fit(X, y)
+    assert sorted(seen) == sorted((len(y) - n, None) for n in (190, 190, 189))
+    assert all(fold[0].validation_score_.size > 1 for fold in own.estimators_)  # stopped
     assert takes_validation_rows(NeSCalClassifier())
     assert not takes_validation_rows(HistGradientBoostingClassifier())  # "auto": by size
     assert not takes_validation_rows(LogisticRegression())

@@ -223,6 +223,14 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
         finished, weighted and calibrated on their held-out rows, and ``fit`` warns when
         folds were left out (``timed_out_``). The clock is this machine's: the member
         fits must run on it (loky's or a local dask cluster's workers). None: no limit.
+    early_stopping_rows : {"held_out", "own"}, default="held_out"
+        The rows a member that early-stops stops on
+        (:func:`~nescal_sklearn.model_selection.takes_validation_rows`). ``"held_out"``:
+        its fold's held-out rows, whose out-of-fold predictions are then those of the
+        epoch (or tree) that was best on them, a little optimistic; ``"own"``: rows it
+        holds out of its fold's training part itself (a ``NeSCalClassifier``'s
+        ``validation_fraction``, gradient boosting's), so that no out-of-fold prediction
+        chose its own model, which trains on fewer rows.
     random_state : int, RandomState instance or None, default=None
         Seeds the folds, the inner cross-validation of the map, and every member's
         ``random_state`` (a different seed per fold).
@@ -328,6 +336,7 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
         "prune": ["boolean"],
         "refit": ["boolean"],
         "time_limit": [Interval(numbers.Real, 0, None, closed="neither"), None],
+        "early_stopping_rows": [StrOptions({"held_out", "own"})],
         "verbose": ["verbose"],
     }
 
@@ -343,6 +352,7 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
         prune=False,
         refit=False,
         time_limit=None,
+        early_stopping_rows="held_out",
         random_state=None,
         verbose=0,
     ):
@@ -355,6 +365,7 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
         self.prune = prune
         self.refit = refit
         self.time_limit = time_limit
+        self.early_stopping_rows = early_stopping_rows
         self.random_state = random_state
         self.verbose = verbose
 
@@ -462,6 +473,7 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
             ),
             screen=self._screen(data) if self.prune else None,
             verbose=self.verbose,
+            stop_on_test=self.early_stopping_rows == "held_out",
         )
         oof = _out_of_fold(staged, data)
         if oof.y.size < 2:

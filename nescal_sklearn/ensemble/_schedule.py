@@ -117,9 +117,11 @@ def _timed_fit(
     budget: TimeBudget | None,
     parent: int,
     threads: int | None = None,
+    stop_on_test: bool = True,
 ):
-    """Fit one member on one ``(train, test)`` fold, unless ``budget`` has no time left
-    for it; ``(model, seconds, warnings kept in a worker)``.
+    """Fit one member on one ``(train, test)`` fold (:func:`fit_on_fold`, ``stop_on_test``
+    as there), unless ``budget`` has no time left for it; ``(model, seconds, warnings kept
+    in a worker)``.
 
     The budget is asked when the fit starts (:meth:`TimeBudget.started`), on the clock
     every worker process of this machine shares, so that a worker's start-up counts.
@@ -138,7 +140,16 @@ def _timed_fit(
         estimator, fit = fit_of(estimator)
         start = time.perf_counter()
         with cores(threads):
-            model = fit_on_fold(estimator, X, y, *fold, fit_params=fit_params, seed=seed, fit=fit)
+            model = fit_on_fold(
+                estimator,
+                X,
+                y,
+                *fold,
+                fit_params=fit_params,
+                seed=seed,
+                fit=fit,
+                stop_on_test=stop_on_test,
+            )
     return model, time.perf_counter() - start, kept
 
 
@@ -192,6 +203,7 @@ def fit_in_stages(
     budget: TimeBudget | None = None,
     screen: Callable[[list], np.ndarray] | None = None,
     verbose: int = 0,
+    stop_on_test: bool = True,
 ) -> StagedFits:
     """Fit every member on every fold, the first fold first, within ``budget``.
 
@@ -217,6 +229,9 @@ def fit_in_stages(
         fold's held-out rows; members of weight 0 are dropped. None keeps every member.
     verbose : int, default=0
         Print a line per finished fit (members, folds, elapsed and estimated time).
+    stop_on_test : bool, default=True
+        Members that early-stop do so on their fold's held-out rows; False: on rows of
+        their training part (:func:`~nescal_sklearn.model_selection.fit_on_fold`).
 
     Returns
     -------
@@ -247,6 +262,7 @@ def fit_in_stages(
                 budget=b,
                 parent=os.getpid(),
                 threads=threads_per_fit(workers),
+                stop_on_test=stop_on_test,
             )
             for (f, m), b in zip(jobs, budgets, strict=True)
         )

@@ -174,12 +174,13 @@ def fit_on_fold(
     fit_params: dict | None = None,
     seed=None,
     fit: Callable | None = None,
+    stop_on_test: bool = True,
 ):
     """A clone of ``estimator`` fitted on the rows ``train``, early-stopping on ``test``.
 
     The held-out rows ``test`` go to ``fit`` as ``X_val``/``y_val`` when it early-stops on
-    them (:func:`takes_validation_rows`), with their ``sample_weight`` as
-    ``sample_weight_val`` where ``fit`` takes that.
+    them (:func:`takes_validation_rows`) and ``stop_on_test``, with their
+    ``sample_weight`` as ``sample_weight_val`` where ``fit`` takes that.
 
     Parameters
     ----------
@@ -196,6 +197,9 @@ def fit_on_fold(
     fit : callable or None, default=None
         Called as ``fit(clone, X_train, y_train, **kwargs)`` in place of
         ``clone.fit(X_train, y_train, **kwargs)``; it returns the fitted clone.
+    stop_on_test : bool, default=True
+        False: ``test`` is not given, and an early-stopping clone holds out rows of
+        ``train`` of its own (its ``validation_fraction``).
 
     Returns
     -------
@@ -205,7 +209,7 @@ def fit_on_fold(
     estimator = seeded(clone(estimator), seed)
     fit_params = {} if fit_params is None else fit_params
     kwargs = _check_method_params(X, params=fit_params, indices=train)
-    if takes_validation_rows(estimator):
+    if stop_on_test and takes_validation_rows(estimator):
         kwargs.update(X_val=_safe_indexing(X, test), y_val=y[test])
         weights = fit_params.get("sample_weight")
         if (
