@@ -284,6 +284,9 @@ def test_the_recommended_pipeline_s_limit_counts_its_preprocessing(cancer):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert len(plain.fit(X, y)[-1].folds_) == 5
+    # another last step gets no started_at
+    other = clone(model).set_params(preprocess="passthrough", classifier=LogisticRegression())
+    assert other.fit(X, y).score(X, y) > 0.9
 
 
 @pytest.mark.parametrize("started_at", ["in an hour", float("nan"), "now"])

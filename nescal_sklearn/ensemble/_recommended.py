@@ -174,15 +174,16 @@ def get_recommended_recipe(name: str | None = None) -> RecommendedRecipe:
 class _ClockedPipeline(Pipeline):
     """A ``Pipeline`` whose last step's ``time_limit`` counts from the call of ``fit``.
 
-    ``fit`` passes the time it started to the last step (``<name>__started_at``), so the
-    preprocessing's seconds count against the classifier's limit. With scikit-learn's
-    metadata routing enabled, parameters reach a step only as requested, so the limit
-    then counts from the classifier's own ``fit``.
+    ``fit`` passes the time it started to the last step (``<name>__started_at``) when that
+    is a :class:`CrossFitClassifier`, so the preprocessing's seconds count against its
+    limit. With scikit-learn's metadata routing enabled, parameters reach a step only as
+    requested, so the limit then counts from the classifier's own ``fit``.
     """
 
     def fit(self, X, y=None, **params):
-        if not get_config()["enable_metadata_routing"]:
-            params.setdefault(f"{self.steps[-1][0]}__started_at", CLOCK())
+        name, last = self.steps[-1]
+        if isinstance(last, CrossFitClassifier) and not get_config()["enable_metadata_routing"]:
+            params.setdefault(f"{name}__started_at", CLOCK())
         return super().fit(X, y, **params)
 
 
