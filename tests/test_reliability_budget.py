@@ -289,7 +289,7 @@ def test_the_recommended_pipeline_s_limit_counts_its_preprocessing(cancer):
     assert other.fit(X, y).score(X, y) > 0.9
 
 
-@pytest.mark.parametrize("started_at", ["in an hour", float("nan"), "now"])
+@pytest.mark.parametrize("started_at", ["in an hour", float("nan"), -np.inf, True, "now"])
 def test_started_at_in_the_future_or_not_a_time_is_refused(cancer, started_at):
     X, y = cancer
     if started_at == "in an hour":  # read when the test runs, not when it is collected

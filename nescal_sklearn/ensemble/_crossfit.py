@@ -452,7 +452,8 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
         """
         start = CLOCK()  # the time budget counts every step from here
         if started_at is not None:
-            if not isinstance(started_at, numbers.Real) or not started_at <= start:
+            number = isinstance(started_at, numbers.Real) and not isinstance(started_at, bool)
+            if not number or not -np.inf < started_at <= start:
                 raise ValueError(
                     f"started_at must be a time.time() up to now ({start}); got {started_at!r}."
                 )
