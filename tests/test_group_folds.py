@@ -38,4 +38,3 @@ def test_the_same_folds_as_scikit_learn(n_rows, n_classes, n_splits, distinct, s
     groups = rng.integers(0, max(n_splits, int(distinct * n_rows)), n_rows)
     expected = _folds(StratifiedGroupKFold, n_splits, seed, y, groups)
     assert _folds(_FastStratifiedGroupKFold, n_splits, seed, y, groups) == expected
-
