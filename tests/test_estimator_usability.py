@@ -15,6 +15,7 @@ from threadpoolctl import threadpool_info
 from torch import nn
 
 from nescal_sklearn import NeSCalClassifier
+from nescal_sklearn.estimator import prediction_threads
 from nescal_sklearn.exceptions import PenaltyInactiveWarning
 from nescal_sklearn.losses import LabelSmoothingLoss, NeSCalLoss
 from nescal_sklearn.losses.experimental import ExperimentalNeSCalLoss
@@ -88,6 +89,39 @@ def test_n_threads_zero_is_refused(iris):
     X, y = iris
     with pytest.raises(ValueError, match="The 'n_threads' parameter of NeSCalClassifier"):
         NeSCalClassifier(n_threads=0, **FAST).fit(X, y)
+
+
+def test_prediction_threads_sets_a_fitted_networks_prediction_threads_only(iris):
+    X, y = iris
+    before = torch.get_num_threads()
+    clf = _quiet(
+        lambda: NeSCalClassifier(loss="ce", module=ThreadSpy, n_threads=1, **FAST).fit(X, y)
+    )
+    alone = clf.predict_proba(X)
+    ThreadSpy.seen = []
+    with prediction_threads(2):
+        inside = clf.predict_proba(X)
+        clf.decision_function(X)
+        assert ThreadSpy.seen == [2, 2]
+        ThreadSpy.seen = []
+        clf.fit(X, y)  # a fit keeps its own n_threads
+        assert set(ThreadSpy.seen) == {1}
+        with prediction_threads(None):  # back to the network's own
+            ThreadSpy.seen = []
+            clf.predict(X)
+            assert ThreadSpy.seen == [1]
+    ThreadSpy.seen = []
+    clf.predict(X)
+    assert ThreadSpy.seen == [1] and torch.get_num_threads() == before
+    # float32 round-off of another thread count: a linear layer's sums, about 1e-7 relative
+    np.testing.assert_allclose(inside, alone, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
+def test_prediction_threads_refuses_what_is_not_a_thread_count(bad):
+    with pytest.raises(ValueError, match=f"n_threads must be a positive int or None, got {bad!r}"):
+        with prediction_threads(bad):
+            pass
 
 
 # -- default k on tiny data -----------------------------------------------------------------

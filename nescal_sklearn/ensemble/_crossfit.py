@@ -47,6 +47,7 @@ from ..calibration import (
     log_probabilities,
     select_calibration,
 )
+from ..estimator import prediction_threads
 from ..metrics.logits import weighted_nll
 from ..model_selection import (
     estimator_logits,
@@ -190,7 +191,11 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
     n_jobs : int or None, default=None
         Member fits run in parallel through joblib (a dask cluster runs them with
         ``joblib.parallel_backend("dask")``). Members should use one thread each
-        (``NeSCalClassifier``'s default ``n_threads=1``).
+        (``NeSCalClassifier``'s default ``n_threads=1``). Prediction runs the members
+        one after another, a ``NeSCalClassifier``'s forward pass on
+        ``joblib.effective_n_jobs(n_jobs)`` threads whatever its ``n_threads``
+        (:func:`~nescal_sklearn.estimator.prediction_threads`); other members predict
+        on their own threads (gradient boosting's OpenMP pool: every core).
     prune : bool, default=False
         Fit every member on the first fold first, weigh the members by the greedy
         selection (``weighting="greedy"``, whatever ``weighting`` is) on that fold's
@@ -731,9 +736,12 @@ class CrossFitClassifier(ClassifierMixin, MetaEstimatorMixin, _BaseComposition, 
         """
         check_is_fitted(self, "calibrator_")
         X = validate_data(self, X, reset=False, skip_check_array=True)
-        if getattr(self, "stacker_", None) is not None:
-            return calibrate_probabilities(self.calibrator_, self._stacked_proba(X))
-        return calibrate_probabilities(self.calibrator_, np.mean(self._fold_probas(X), axis=0))
+        with prediction_threads(effective_n_jobs(self.n_jobs)):  # members one at a time
+            if getattr(self, "stacker_", None) is not None:
+                proba = self._stacked_proba(X)
+            else:
+                proba = np.mean(self._fold_probas(X), axis=0)
+        return calibrate_probabilities(self.calibrator_, proba)
 
     def predict(self, X) -> np.ndarray:
         """The class of highest calibrated probability.

@@ -224,7 +224,8 @@ def make_recommended_classifier(
         fits (at the same thread count).
     n_jobs : int or None, default=None
         Member fits in parallel (joblib; each member trains on one thread): ``-1`` for
-        every core, or a dask cluster through ``joblib.parallel_backend("dask")``.
+        every core, or a dask cluster through ``joblib.parallel_backend("dask")``. The
+        networks predict on as many threads, one member after another.
     time_limit : float or None, default=None
         Wall-clock seconds for the fit (:class:`CrossFitClassifier`'s ``time_limit``,
         counted from the call of the pipeline's ``fit``, preprocessing included): the

@@ -22,6 +22,7 @@ _EXPORTS: dict[str, str] = {
     "get_recipe": "_recipes",
     "limit_threads": "_threads",
     "make_tabular_pipeline": "_pipeline",
+    "prediction_threads": "_threads",
     "torch_threads": "_threads",
 }
 
@@ -35,4 +36,4 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
     from ._precision import PRECISIONS, bfloat16_hardware, cpu_description  # noqa: F401
     from ._recipes import LATEST_RECIPE, RECIPES, Recipe, get_recipe  # noqa: F401
     from ._schedule import LR_SCHEDULES  # noqa: F401
-    from ._threads import limit_threads, torch_threads  # noqa: F401
+    from ._threads import limit_threads, prediction_threads, torch_threads  # noqa: F401

@@ -32,7 +32,7 @@ from ._precision import PRECISIONS, warn_if_emulated
 from ._recipes import RECIPES, get_recipe
 from ._schedule import LR_SCHEDULES
 from ._settings import FitSettings, resolve_settings
-from ._threads import limit_threads, torch_threads
+from ._threads import _PREDICTION_THREADS, limit_threads, torch_threads
 
 __all__ = ["NeSCalClassifier"]
 
@@ -599,8 +599,9 @@ class NeSCalClassifier(ClassifierMixin, BaseEstimator):
     # --------------------------------------------------------------- prediction
     def _logits(self, X) -> np.ndarray:
         check_is_fitted(self, "module_")
-        with torch_threads(self.n_threads):  # a forward pass: torch's threads alone
-            return self._forward(X)
+        threads = _PREDICTION_THREADS.get()  # prediction_threads' block, if any
+        with torch_threads(self.n_threads if threads is None else threads):
+            return self._forward(X)  # a forward pass: torch's threads alone
 
     def _forward(self, X) -> np.ndarray:
         X = validate_data(self, X, dtype=np.float32, reset=False)

@@ -1,22 +1,28 @@
 """``limit_threads``: torch's and the BLAS/OpenMP pools' thread counts for one block, held by
-one thread of the process at a time; ``torch_threads``: torch's alone, for a forward pass."""
+one thread of the process at a time; ``torch_threads``: torch's alone, for a forward pass;
+``prediction_threads``: the threads fitted networks predict on within a block."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 
 import torch
 from threadpoolctl import threadpool_limits
 
-__all__ = ["limit_threads", "torch_threads"]
+__all__ = ["limit_threads", "prediction_threads", "torch_threads"]
 
 #: torch's default random generator (weight initialisation, dropout masks) and its thread
 #: count are one per process: two network fits in two threads of one process would draw
 #: from each other's stream and set each other's threads. Every block of
 #: :func:`limit_threads` holds this lock, so such fits run one at a time.
 _PROCESS_STATE = threading.RLock()
+
+#: The threads a fitted network predicts on instead of its own ``n_threads`` (None: its
+#: own), set by :func:`prediction_threads` for the calling thread's context only.
+_PREDICTION_THREADS: ContextVar[int | None] = ContextVar("prediction_threads", default=None)
 
 
 @contextmanager
@@ -90,3 +96,42 @@ def torch_threads(n_threads: int | None) -> Iterator[None]:
             yield
         finally:
             torch.set_num_threads(previous)
+
+
+@contextmanager
+def prediction_threads(n_threads: int | None) -> Iterator[None]:
+    """Within the block, a fitted ``NeSCalClassifier`` predicts on ``n_threads`` of torch's
+    threads instead of its own ``n_threads``, whose one thread suits parallel fits, not
+    a model that predicts alone (a cross-fitted ensemble predicts its members one after
+    another: :class:`~nescal_sklearn.ensemble.CrossFitClassifier` predicts in this block
+    with its ``n_jobs``). Fits are not affected.
+
+    The setting is the calling thread's (a :class:`contextvars.ContextVar`): threads that
+    the block starts predict on their networks' own ``n_threads``. Predictions at another
+    thread count differ by float32 round-off only.
+
+    Parameters
+    ----------
+    n_threads : int or None
+        torch's threads of each prediction in the block; ``None``: each network's own.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nescal_sklearn import NeSCalClassifier
+    >>> from nescal_sklearn.estimator import prediction_threads
+    >>> X, y = np.random.default_rng(0).normal(size=(40, 3)), np.arange(40) % 2
+    >>> model = NeSCalClassifier(loss="ce", max_epochs=1, random_state=0).fit(X, y)
+    >>> with prediction_threads(2):
+    ...     model.predict_proba(X).shape
+    (40, 2)
+    """
+    if n_threads is not None and (
+        isinstance(n_threads, bool) or not isinstance(n_threads, int) or n_threads < 1
+    ):
+        raise ValueError(f"n_threads must be a positive int or None, got {n_threads!r}.")
+    token = _PREDICTION_THREADS.set(n_threads)
+    try:
+        yield
+    finally:
+        _PREDICTION_THREADS.reset(token)
