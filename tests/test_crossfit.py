@@ -11,7 +11,7 @@ import re
 
 import numpy as np
 import pytest
-import torch
+from _thread_spy import ThreadSpy
 from scipy.special import softmax
 from sklearn.base import clone
 from sklearn.datasets import load_breast_cancer, load_iris, make_classification
@@ -196,35 +196,21 @@ def test_members_early_stop_on_the_fold_they_did_not_train_on(cancer):
     assert not takes_validation_rows(LogisticRegression())
 
 
-class _ThreadSpy(torch.nn.Module):
-    """A linear network that records torch's thread count whenever it runs."""
-
-    seen: list = []
-
-    def __init__(self, n_features, n_classes):
-        super().__init__()
-        self.linear = torch.nn.Linear(n_features, n_classes)
-
-    def forward(self, X):
-        _ThreadSpy.seen.append(torch.get_num_threads())
-        return self.linear(X)
-
-
 @pytest.mark.parametrize("refit", [False, True])
 def test_network_members_predict_on_n_jobs_threads_one_after_another(cancer, refit):
     X, y = cancer
     X = StandardScaler().fit_transform(X)
-    net = NeSCalClassifier(loss="ce", module=_ThreadSpy, max_epochs=2, random_state=0)
+    net = NeSCalClassifier(loss="ce", module=ThreadSpy, max_epochs=2, random_state=0)
     model = CrossFitClassifier(
         [("net", net)], cv=2, calibration="identity", refit=refit, random_state=0
     ).fit(X, y)
     n_networks = 1 if refit else 2  # one per fold, or the refitted one
-    _ThreadSpy.seen = []
+    ThreadSpy.seen = []
     alone = model.predict_proba(X)  # n_jobs=None: one thread, the network's own
-    assert _ThreadSpy.seen == [1] * n_networks
-    _ThreadSpy.seen = []
+    assert ThreadSpy.seen == [1] * n_networks
+    ThreadSpy.seen = []
     threaded = model.set_params(n_jobs=2).predict_proba(X)
-    assert _ThreadSpy.seen == [2] * n_networks
+    assert ThreadSpy.seen == [2] * n_networks
     # another thread count changes a linear layer's sums by float32 round-off (~1e-7)
     np.testing.assert_allclose(threaded, alone, rtol=1e-5, atol=1e-7)
 

@@ -9,10 +9,10 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from _thread_spy import ThreadSpy
 from sklearn.datasets import load_iris
 from sklearn.model_selection import GridSearchCV
 from threadpoolctl import threadpool_info
-from torch import nn
 
 from nescal_sklearn import NeSCalClassifier
 from nescal_sklearn.estimator import prediction_threads
@@ -36,20 +36,6 @@ def _quiet(fn):
 
 
 # -- n_threads --------------------------------------------------------------------------------
-class ThreadSpy(nn.Module):
-    """Records torch's thread count whenever it runs."""
-
-    seen: list = []
-
-    def __init__(self, n_features, n_classes):
-        super().__init__()
-        self.linear = nn.Linear(n_features, n_classes)
-
-    def forward(self, X):
-        ThreadSpy.seen.append(torch.get_num_threads())
-        return self.linear(X)
-
-
 @pytest.mark.parametrize("n_threads", [1, 2])
 def test_n_threads_applies_during_fit_and_predict_and_is_restored(iris, n_threads):
     X, y = iris
